@@ -1,0 +1,72 @@
+"""Parameter accounting: how much does a method train, and where?
+
+The papers compare methods by the share of parameters trained per task. We count
+unique parameters (tied embeddings once), group the trainable ones, and divide by
+the size of the base model before adapt() -- the task head excluded, since every
+method needs one.
+"""
+from dataclasses import dataclass, field
+
+from .inject import SHARED_RULE_NAME, head_parameter_names, is_layernorm
+
+GROUPS = ("adapter_weights", "adapter_biases", "shared", "layernorm", "head", "backbone")
+
+
+@dataclass
+class ParameterCount:
+    trainable: int
+    base_total: int
+    by_group: dict = field(default_factory=dict)  # trainable parameters per group
+
+    @property
+    def percent(self):
+        return 100.0 * self.trainable / self.base_total
+
+    def table(self):
+        """A pandas DataFrame: group, parameters, percent of the base model."""
+        import pandas as pd
+
+        rows = [(g, n, 100.0 * n / self.base_total) for g, n in self.by_group.items()]
+        rows.append(("total trainable", self.trainable, self.percent))
+        return pd.DataFrame(rows, columns=["group", "parameters", "percent"]).set_index("group")
+
+    def __str__(self):
+        parts = ", ".join(f"{g} {n:,}" for g, n in self.by_group.items())
+        return f"{self.trainable:,} trainable of {self.base_total:,} base ({self.percent:.3f}%): {parts}"
+
+
+def parameter_groups(model):
+    """{parameter name: group} for every unique parameter; base parameters not trained map to None."""
+    head = head_parameter_names(model)
+    layernorm = {f"{m_name}.{p_name}".lstrip(".") for m_name, m in model.named_modules() if is_layernorm(m)
+                 for p_name, _ in m.named_parameters(recurse=False)}
+    groups = {}
+    for name, p in model.named_parameters():  # unique parameters: a shared rule or tied weight once
+        if name == SHARED_RULE_NAME:
+            group = "shared"
+        elif ".adapter." in name:
+            group = "adapter_biases" if name.endswith("bias") else "adapter_weights"
+        elif name in head:
+            group = "head"
+        elif name in layernorm:
+            group = "layernorm"
+        else:
+            group = "backbone"
+        groups[name] = group
+    return groups
+
+
+def count_parameters(model):
+    """Trainable parameters by group, and the base model's size (before adapt, head excluded)."""
+    groups = parameter_groups(model)
+    params = dict(model.named_parameters())
+    by_group = {g: 0 for g in GROUPS}
+    base_total = 0
+    for name, group in groups.items():
+        p = params[name]
+        if group in ("backbone", "layernorm"):
+            base_total += p.numel()
+        if p.requires_grad:
+            by_group[group] += p.numel()
+    by_group = {g: n for g, n in by_group.items() if n}
+    return ParameterCount(trainable=sum(by_group.values()), base_total=base_total, by_group=by_group)
