@@ -146,7 +146,7 @@ def _tiny_bert(num_labels, task_kind):
     with torch.random.fork_rng(devices=[]):  # seed the init without resetting the caller's RNG
         torch.manual_seed(TINY_SEED)
         model = BertForSequenceClassification(config)
-    return model, tokenizer
+    return model.eval(), tokenizer  # eval mode, like from_pretrained
 
 
 def _tiny_t5():
@@ -161,7 +161,7 @@ def _tiny_t5():
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(TINY_SEED)
         model = T5ForConditionalGeneration(config)
-    return model, tokenizer
+    return model.eval(), tokenizer
 
 
 def _pretrained(name, num_labels, task_kind):

@@ -140,8 +140,13 @@ def _check(model, cfg):
                     f"{cfg.name}: hidden size {proj.out_features} is not divisible by n={cfg.n}; "
                     f"choose n dividing both {proj.out_features} and the bottleneck {cfg.bottleneck}"
                 )
+    most = min(len(b) for b in stacks.values())
+    if cfg.has_adapters and cfg.drop_layers >= most:
+        raise ValueError(
+            f"{cfg.name}: drop_layers={cfg.drop_layers} leaves no adapters in a model with {most} blocks "
+            f"per stack; use drop_layers < {most}"
+        )
     if cfg.trains == "top-k":
-        most = min(len(b) for b in stacks.values())
         if cfg.k > most:
             raise ValueError(f"top-k: k={cfg.k} but the model has only {most} blocks per stack; use k <= {most}")
     if cfg.trains == "bias":
@@ -258,6 +263,17 @@ def save_adapter(model, path):
     return path
 
 
+def _check_shapes(model, tensors):
+    params = dict(model.named_parameters())
+    for name in sorted(tensors):
+        if name in params and params[name].shape != tensors[name].shape:
+            raise ValueError(
+                f"saved parameter {name!r} has shape {tuple(tensors[name].shape)} but the model's has "
+                f"{tuple(params[name].shape)} (a head for a different number of labels?); "
+                "build the model with the same number of labels as the saved adapter"
+            )
+
+
 def load_adapter(model, path):
     """Load a saved adapter into a base model (adapting it first if needed) or swap it into an adapted one.
 
@@ -277,24 +293,19 @@ def load_adapter(model, path):
         )
     cfg = MethodConfig.from_dict(meta["method"])
     current = getattr(model, "adapterlab_method", None)
-    if current is None:
-        adapt(model, cfg)
-    elif current != cfg:
+    if current is not None and current != cfg:
         raise ValueError(
             f"the model has {current.name!r} adapters with other settings than the saved {cfg.name!r} ones; "
             "load it into a fresh base model or one adapted with the same method"
         )
     tensors = load_file(path / ADAPTER_WEIGHTS)
+    _check_shapes(model, tensors)  # the head, LayerNorms, ...: before adapt(), so a refusal changes nothing
+    if current is None:
+        adapt(model, cfg)
     params = dict(model.named_parameters())
-    for name, tensor in tensors.items():
-        if name not in params:
-            raise ValueError(f"saved parameter {name!r} does not exist in this model")
-        if params[name].shape != tensor.shape:
-            raise ValueError(
-                f"saved parameter {name!r} has shape {tuple(tensor.shape)} but the model's has "
-                f"{tuple(params[name].shape)} (a head for a different number of labels?); "
-                "build the model with the same number of labels as the saved adapter"
-            )
+    missing = sorted(set(tensors) - set(params))
+    if missing:
+        raise ValueError(f"saved parameters {missing[:3]} do not exist in this model; was the adapter saved by another adapterlab version?")
     with torch.no_grad():
         for name, tensor in tensors.items():
             params[name].copy_(tensor)

@@ -51,6 +51,7 @@ def inputs(kind, batch=2, length=7, seed=1):
     return out
 
 
+@torch.no_grad()  # also makes outputs independent of requires_grad (T5 picks other kernels otherwise)
 def output(model, batch):
     out = model(**batch)
     return out.logits if hasattr(out, "logits") and out.logits is not None else out.last_hidden_state

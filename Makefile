@@ -1,0 +1,30 @@
+# Two commands for a fresh machine: `make figures` and `make test`.
+# Each sets up .venv on first use (python3 -m venv + pip); re-running skips what is done.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup test figures figures-fresh lab
+setup: $(STAMP)
+
+# pyproject.toml is the one list of requirements; a change to it reinstalls.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest
+
+figures: $(STAMP)
+	$(PY) -m adapterlab regenerate --profile default
+
+figures-fresh: $(STAMP)
+	$(PY) -m adapterlab regenerate --profile default --fresh
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+-include benchmarks/Makefile.inc

@@ -1,0 +1,118 @@
+"""The training loop and the `train` command, on the tiny backbones and synthetic tasks (seconds each)."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from adapterlab import train as T
+from adapterlab.backbones import load_backbone
+from adapterlab.inject import adapt
+from adapterlab.tasks import load_task
+
+QUICK = dict(backbone="tiny", task="synthetic", method="full")
+
+
+def quick_run(**kw):
+    train = T.TrainConfig(**{"max_steps": 12, "batch_size": 16, "lr": 3e-3, **kw.pop("train", {})})
+    return T.run(T.RunConfig(**{**QUICK, **kw, "train": train}), device="cpu", progress=False)
+
+
+def test_the_loop_learns_the_synthetic_task():
+    record = quick_run(train={"max_steps": 150, "eval_every": 50})
+    assert record["majority"] < 0.35  # three balanced-ish classes
+    assert record["test"] > 0.8 and record["validation"] > 0.8
+    assert [p["step"] for p in record["curve"]] == [50, 100, 150]
+    assert record["curve"][-1]["train_loss"] < record["curve"][0]["train_loss"]
+
+
+def test_same_seed_same_numbers_other_seed_other_numbers():
+    timing = ("train_seconds", "examples_per_second", "peak_memory_mb")
+    strip = lambda r: {k: v for k, v in r.items() if k not in timing}
+    a, b = quick_run(method="houlsby", method_args={"bottleneck": 8}), quick_run(method="houlsby", method_args={"bottleneck": 8})
+    assert strip(a) == strip(b)
+    c = quick_run(method="houlsby", method_args={"bottleneck": 8}, train={"seed": 1})
+    assert c["curve"] != a["curve"]
+
+
+def test_frozen_weights_are_unchanged_by_training_and_the_adapters_move():
+    task = load_task("synthetic")
+    torch.manual_seed(0)
+    model, tokenizer = load_backbone("tiny", num_labels=task.num_labels)
+    adapt(model, "houlsby", bottleneck=8, init_std=1e-2)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    T.train(model, tokenizer, task, T.TrainConfig(max_steps=10, batch_size=16), device="cpu", progress=False)
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            assert not torch.equal(p, before[name]) or name.endswith("bias"), name
+        else:
+            assert torch.equal(p, before[name]), f"frozen {name} changed"
+
+
+def test_record_has_what_the_figures_and_the_cli_need():
+    record = quick_run(method="compacter", method_args={"bottleneck": 8, "n": 4})
+    for key in ("method", "task", "backbone", "trainable", "percent", "metric", "validation", "test",
+                "train_seconds", "examples_per_second", "peak_memory_mb", "curve", "config", "majority"):
+        assert key in record
+    assert 0 <= record["test"] <= 1 and record["peak_memory_mb"] > 0 and record["examples_per_second"] > 0
+    assert record["config"]["method_args"] == {"bottleneck": 8, "n": 4}
+    json.dumps(record)  # storable as it is
+
+
+def test_text_to_text_t5_trains_and_scores_by_best_label_string():
+    record = T.run(T.RunConfig(backbone="tiny-t5", task="synthetic-pair", method="compacter",
+                               method_args={"bottleneck": 8}, train_size=64,
+                               train=T.TrainConfig(max_steps=4, batch_size=16)), device="cpu", progress=False)
+    assert record["metric"] == "accuracy" and 0 <= record["test"] <= 1
+    assert record["by_group"]["shared"] == 4 ** 3
+
+
+def test_bf16_autocast_on_cpu_runs():
+    record = quick_run(method="houlsby", method_args={"bottleneck": 8}, train={"precision": "bf16", "max_steps": 4})
+    assert 0 <= record["test"] <= 1
+
+
+def test_fp16_on_cpu_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="fp16 autocast needs a GPU; on CPU use --precision bf16"):
+        quick_run(train={"precision": "fp16", "max_steps": 2})
+
+
+def test_device_selection_falls_back_to_cpu_without_a_gpu():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available() and torch.backends.mps.is_available():
+        expected = "mps"
+    assert T.pick_device().type == expected
+    assert T.pick_device("cpu").type == "cpu"
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "adapterlab", *args], capture_output=True, text=True,
+                          timeout=300, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+
+
+def test_train_command_prints_one_json_object_last():
+    p = cli("train", "--backbone", "tiny", "--task", "synthetic", "--method", "compacter++", "--bottleneck", "8",
+            "--max-steps", "3", "--batch-size", "16", "--json")
+    assert p.returncode == 0, p.stderr
+    record = json.loads(p.stdout.strip().splitlines()[-1])
+    for key in ("method", "task", "backbone", "trainable", "percent", "metric", "validation", "test",
+                "train_seconds", "examples_per_second", "peak_memory_mb"):
+        assert key in record
+    assert record["method"] == "compacter++"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--method", "houlsbi"], "unknown method 'houlsbi'"),
+    (["--task", "imdb"], "unknown task 'imdb'"),
+    (["--method", "compacter", "--n", "3"], "not divisible by n=3"),
+    (["--backbone", "bert-base-uncased"], "default"),
+    (["--train-size", "999999"], "choose a train size between 1 and 2000"),
+])
+def test_bad_arguments_print_one_clear_line_and_exit_2(args, message):
+    base = ["train", "--backbone", "tiny", "--task", "synthetic", "--max-steps", "1"]
+    p = cli(*base, *args)
+    assert p.returncode == 2
+    lines = [line for line in p.stderr.strip().splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and message in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
