@@ -213,7 +213,7 @@ def main():
     args = ap.parse_args()
     start = time.perf_counter()
     if not args.report_only:
-        pythons = {"adapterhub": AH_PY, "main": Path(args.main_python).resolve() if os.sep in args.main_python
+        pythons = {"adapterhub": AH_PY, "main": Path(args.main_python).absolute() if os.sep in args.main_python
                    else args.main_python}
         for name in args.only.split(","):
             run_section(name, pythons[SECTIONS[name][1]])

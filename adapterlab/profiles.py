@@ -1,0 +1,131 @@
+"""Profiles: how big each experiment is, and where results and figures go.
+
+    smoke    tiny random BERT + synthetic task; every notebook in seconds (the tests)
+    default  packaged pretrained MiniLM-L6 + airline sentiment; CPU-sized, offline
+    paper    the papers' settings (bert-base / t5-base on GLUE); needs a GPU and the hub
+
+A notebook reads its profile from ADAPTERLAB_PROFILE (papermill can inject it);
+experiments.py turns a profile's settings into run configs.
+"""
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROFILE_NAMES = ("smoke", "default", "paper")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    backbone: str  # the Houlsby-figure backbone (layer removal, init scale, teaching)
+    tasks: tuple  # tasks of the Houlsby figures
+    train: dict  # TrainConfig defaults for this profile (epochs, lr, batch_size, ...)
+    train_size: int | None = None  # subsample train to this many examples (None: all)
+    max_length: int = 128
+    eval_size: int | None = None  # cap validation/test examples (None: all)
+    teaching: dict = field(default_factory=dict)  # notebook 03
+    layer_removal: dict = field(default_factory=dict)  # notebook 04
+    init_scale: dict = field(default_factory=dict)  # notebook 05
+    param_performance: dict = field(default_factory=dict)  # notebook 06
+    low_resource: dict = field(default_factory=dict)  # notebook 07
+
+
+PROFILES = {
+    "smoke": Profile(
+        name="smoke",
+        description="tiny random BERT (2 layers, hidden 64) on a synthetic task: checks that everything runs",
+        backbone="tiny",
+        tasks=("synthetic",),
+        train=dict(epochs=1, lr=3e-3, batch_size=32, max_steps=30),
+        train_size=400,
+        max_length=32,
+        teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
+                      second_task="synthetic"),
+        layer_removal=dict(method_args=dict(bottleneck=16)),
+        init_scale=dict(stds=(1e-6, 1e-4, 1e-2, 1.0), seeds=(0,)),
+        param_performance=dict(
+            methods=[("houlsby", dict(bottleneck=4)), ("houlsby", dict(bottleneck=16)),
+                     ("top-k", dict(k=1)), ("layernorm", {}), ("full", {}), ("compacter++", dict(bottleneck=16))],
+            seeds=(0,)),
+        low_resource=dict(sizes=(50, 100, 200), methods=("compacter++", "full"), seeds=(0,),
+                          steps=dict(default=20)),
+    ),
+    "default": Profile(
+        name="default",
+        description="pretrained all-MiniLM-L6-v2 (packaged) on airline sentiment tweets: CPU-sized, offline",
+        backbone="default",
+        tasks=("airline",),
+        train=dict(epochs=3, lr=1e-3, batch_size=32),
+        train_size=2000,
+        max_length=64,
+        teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
+                      second_task="synthetic"),
+        layer_removal=dict(method_args=dict(bottleneck=64)),
+        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1)),
+        param_performance=dict(
+            methods=[("houlsby", dict(bottleneck=m)) for m in (2, 8, 64)]
+            + [("top-k", dict(k=k)) for k in (1, 3, 6)]
+            + [("layernorm", {}), ("full", {}), ("pfeiffer", {}), ("adapter-lowrank", {}),
+               ("adapterdrop", dict(drop_layers=3)), ("bitfit", {}), ("phm", dict(n=4)), ("phm", dict(n=8)),
+               ("compacter", {}), ("compacter++", {})],
+            seeds=(0,)),
+        low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),
+                          seeds=(0,), steps=dict(default=300)),
+    ),
+    "paper": Profile(
+        name="paper",
+        description="the papers' setting: bert-base-uncased on MNLI/CoLA (Houlsby), t5-base on GLUE (Compacter); GPU + hub",
+        backbone="bert-base-uncased",
+        tasks=("glue/mnli", "glue/cola"),
+        train=dict(epochs=3, lr=3e-4, batch_size=32, precision="bf16"),
+        teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
+                      second_task="glue/sst2"),
+        # Houlsby: adapter size 64, lr in {1e-4, 3e-4, 1e-3, 3e-3}, epochs in {3, 20}; best on validation
+        layer_removal=dict(method_args=dict(bottleneck=64), lrs=(1e-4, 3e-4, 1e-3, 3e-3), epochs=(3, 20)),
+        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2)),
+        param_performance=dict(
+            backbone="t5-base", tasks=("glue/mnli", "glue/cola", "glue/sst2", "glue/mrpc", "glue/stsb",
+                                       "glue/qnli", "glue/qqp", "glue/rte"),
+            methods=[("houlsby", dict(bottleneck=m)) for m in (2, 8, 32, 64, 256)]
+            + [("top-k", dict(k=k)) for k in (1, 2, 3, 6, 9, 12)]
+            + [("layernorm", {}), ("full", {}), ("pfeiffer", dict(bottleneck=24)),
+               ("adapter-lowrank", dict(bottleneck=24)), ("adapterdrop", dict(bottleneck=24)),
+               ("phm", dict(n=4, bottleneck=24)), ("phm", dict(n=8, bottleneck=24)),
+               ("compacter", dict(n=4, bottleneck=24)), ("compacter++", dict(n=4, bottleneck=24))],
+            seeds=(0,)),
+        # Compacter Fig. 4: sizes 100..4000 with 1000/200/100/50/25 epochs
+        low_resource=dict(backbone="t5-base", tasks=("glue/mnli",), sizes=(100, 500, 1000, 2000, 4000),
+                          methods=("compacter++", "full", "houlsby"), seeds=(0, 1, 2),
+                          epochs={100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25}),
+    ),
+}
+
+
+def get(name=None):
+    """The profile by name; by default the one in ADAPTERLAB_PROFILE (else "default")."""
+    name = name or os.environ.get("ADAPTERLAB_PROFILE", "default")
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+    return PROFILES[name]
+
+
+def project_root():
+    """Where data/ and figures/ live: $ADAPTERLAB_OUT if set (regenerate --out), else the checkout
+    this package sits in, else the working directory."""
+    if os.environ.get("ADAPTERLAB_OUT"):
+        return Path(os.environ["ADAPTERLAB_OUT"]).resolve()
+    checkout = Path(__file__).resolve().parents[1]
+    return checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
+
+
+def results_dir(profile):
+    name = profile.name if isinstance(profile, Profile) else profile
+    return project_root() / "data" / "results" / name
+
+
+def figures_dir(profile):
+    name = profile.name if isinstance(profile, Profile) else profile
+    path = project_root() / "figures" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
