@@ -27,4 +27,4 @@ figures-fresh: $(STAMP)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
 
--include benchmarks/Makefile.inc
+include benchmarks/Makefile.inc

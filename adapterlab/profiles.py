@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROFILE_NAMES = ("smoke", "default", "paper")
+GLUE_TASKS = ("glue/mnli", "glue/cola", "glue/sst2", "glue/mrpc", "glue/stsb", "glue/qnli", "glue/qqp", "glue/rte")
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Profile:
     train_size: int | None = None  # subsample train to this many examples (None: all)
     max_length: int = 128
     eval_size: int | None = None  # cap validation/test examples (None: all)
+    method_lr: dict = field(default_factory=dict)  # learning rate per method (others: train["lr"])
     teaching: dict = field(default_factory=dict)  # notebook 03
     layer_removal: dict = field(default_factory=dict)  # notebook 04
     init_scale: dict = field(default_factory=dict)  # notebook 05
@@ -40,16 +42,18 @@ PROFILES = {
         train=dict(epochs=1, lr=3e-3, batch_size=32, max_steps=30),
         train_size=400,
         max_length=32,
+        eval_size=200,
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
                       second_task="synthetic"),
         layer_removal=dict(method_args=dict(bottleneck=16)),
-        init_scale=dict(stds=(1e-6, 1e-4, 1e-2, 1.0), seeds=(0,)),
+        init_scale=dict(stds=(1e-6, 1e-3, 1.0), seeds=(0,), method_args=dict(bottleneck=16), train=dict(max_steps=20)),
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=4)), ("houlsby", dict(bottleneck=16)),
                      ("top-k", dict(k=1)), ("layernorm", {}), ("full", {}), ("compacter++", dict(bottleneck=16))],
             seeds=(0,)),
         low_resource=dict(sizes=(50, 100, 200), methods=("compacter++", "full"), seeds=(0,),
-                          steps=dict(default=20)),
+                          method_args={"compacter++": dict(bottleneck=16)},
+                          steps={50: 10, 100: 15, 200: 20}, evaluations=2),
     ),
     "default": Profile(
         name="default",
@@ -79,14 +83,20 @@ PROFILES = {
         backbone="bert-base-uncased",
         tasks=("glue/mnli", "glue/cola"),
         train=dict(epochs=3, lr=3e-4, batch_size=32, precision="bf16"),
+        # Compacter: lr 3e-3 for adapter methods, 3e-4 for fine-tuning T5 (full, top-k)
+        method_lr={"full": 3e-4, "top-k": 3e-4, **{m: 3e-3 for m in (
+            "layernorm", "bitfit", "houlsby", "pfeiffer", "adapter-lowrank", "adapterdrop", "phm", "compacter",
+            "compacter++")}},
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
                       second_task="glue/sst2"),
         # Houlsby: adapter size 64, lr in {1e-4, 3e-4, 1e-3, 3e-3}, epochs in {3, 20}; best on validation
         layer_removal=dict(method_args=dict(bottleneck=64), lrs=(1e-4, 3e-4, 1e-3, 3e-3), epochs=(3, 20)),
-        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2)),
+        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
+                        method_args=dict(bottleneck=64), train=dict(lr=3e-4)),
         param_performance=dict(
-            backbone="t5-base", tasks=("glue/mnli", "glue/cola", "glue/sst2", "glue/mrpc", "glue/stsb",
-                                       "glue/qnli", "glue/qqp", "glue/rte"),
+            backbone="t5-base", tasks=GLUE_TASKS,
+            # Compacter: 3 epochs on the large GLUE tasks, 20 on the small ones
+            epochs={"glue/cola": 20, "glue/mrpc": 20, "glue/stsb": 20, "glue/rte": 20, "default": 3},
             methods=[("houlsby", dict(bottleneck=m)) for m in (2, 8, 32, 64, 256)]
             + [("top-k", dict(k=k)) for k in (1, 2, 3, 6, 9, 12)]
             + [("layernorm", {}), ("full", {}), ("pfeiffer", dict(bottleneck=24)),
@@ -94,10 +104,12 @@ PROFILES = {
                ("phm", dict(n=4, bottleneck=24)), ("phm", dict(n=8, bottleneck=24)),
                ("compacter", dict(n=4, bottleneck=24)), ("compacter++", dict(n=4, bottleneck=24))],
             seeds=(0,)),
-        # Compacter Fig. 4: sizes 100..4000 with 1000/200/100/50/25 epochs
-        low_resource=dict(backbone="t5-base", tasks=("glue/mnli",), sizes=(100, 500, 1000, 2000, 4000),
+        # Compacter Fig. 4: sizes 100..4000 with 1000/200/100/50/25 epochs (the same number of steps for
+        # every size); sizes larger than a task's train split (RTE, MRPC at 4000) are left out
+        low_resource=dict(backbone="t5-base", tasks=GLUE_TASKS, sizes=(100, 500, 1000, 2000, 4000),
                           methods=("compacter++", "full", "houlsby"), seeds=(0, 1, 2),
-                          epochs={100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25}),
+                          method_args={"compacter++": dict(n=4, bottleneck=24), "houlsby": dict(bottleneck=24)},
+                          epochs={100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25}, evaluations=20),
     ),
 }
 

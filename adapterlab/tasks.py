@@ -28,6 +28,7 @@ only picks the `train_size` subset.
 
 import csv
 import functools
+import hashlib
 import importlib.util
 import os
 import random
@@ -452,8 +453,17 @@ def encode(task: Task, tokenizer, max_length: int = 128, text_to_text: bool = Fa
     encode_batch = _encode_text_to_text if text_to_text else _encode_for_classifier
     drop = list(task.text_fields) + ([] if text_to_text else ["label"])
     kwargs = dict(task=task, tokenizer=tokenizer, max_length=max_length)
-    return {split: data.map(encode_batch, batched=True, fn_kwargs=kwargs, remove_columns=drop)
-            for split, data in task.splits.items()}
+    # An explicit fingerprint: otherwise `datasets` pickles and hashes the tokenizer on every call (seconds).
+    tag = f"{tokenizer.name_or_path}-{len(tokenizer)}-{max_length}-{int(text_to_text)}"
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # a "Map" bar per split per run would drown the training bars
+    try:
+        return {split: data.map(encode_batch, batched=True, fn_kwargs=kwargs, remove_columns=drop,
+                                new_fingerprint=hashlib.sha256(f"{data._fingerprint}-{tag}".encode()).hexdigest()[:16])
+                for split, data in task.splits.items()}
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
 
 
 # ---------------------------------------------------------------- batching

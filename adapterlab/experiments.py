@@ -1,0 +1,600 @@
+"""The four figure experiments: one function per figure family, each returning a tidy DataFrame.
+
+    import adapterlab.experiments as ex
+    df = ex.layer_removal("smoke")        # Houlsby Fig. 6 left/centre
+    df = ex.init_scale("smoke")           # Houlsby Fig. 6 right
+    df = ex.param_performance("smoke")    # Houlsby Figs. 3/4, Compacter's trade-off
+    df = ex.low_resource("smoke")         # Compacter Fig. 4
+    ex.dry_run("paper")                   # what the paper profile would train, and how much
+
+Every function takes `profile` (a name, a Profile, or None for $ADAPTERLAB_PROFILE),
+`fresh` (recompute instead of reading the result store) and `progress` (a tqdm bar
+over the family's runs). Each training run goes through the result store in
+data/results/<profile>/<family>.jsonl, keyed by its full config, so a second call
+redraws without training. Each function also writes data/results/<profile>/<family>.csv
+(the columns of DESIGN.md "Result tables", plus extra columns documented per function).
+
+`plan(profile, family)` lists a family's training runs as train.RunConfig objects; the
+store keys are `run_key(config, profile)` (the RunConfig dict, plus "eval_size" when the
+profile caps evaluation sets).
+"""
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+from tqdm.auto import tqdm
+
+from . import profiles as profiles_module
+from . import tasks as task_registry
+from . import train as T
+from .backbones import load_backbone
+from .inject import ADAPTER_CONFIG, adapters_disabled, load_adapter, save_adapter
+from .params import count_parameters
+from .results import ResultStore, config_key
+
+FAMILIES = ("layer_removal", "init_scale", "param_performance", "low_resource")
+SPANS_FAMILY = "layer_removal_spans"  # store family of the span evaluations (no training)
+
+# Columns of the CSVs: the contract (DESIGN.md "Result tables") first, extras after.
+COLUMNS = {
+    "layer_removal": ["task", "first_layer", "last_layer", "metric", "value"],
+    "init_scale": ["task", "init_std", "seed", "metric", "value"],
+    "param_performance": ["task", "method", "size", "trainable", "percent", "metric", "value",
+                          "train_seconds", "peak_memory_mb"],
+    "low_resource": ["task", "method", "train_size", "seed", "metric", "value"],
+}
+
+# param_performance: which line of the trade-off plot a method belongs to
+METHOD_FAMILY = {"houlsby": "adapters"}
+
+# Train-split sizes of the GLUE tasks as tasks.py splits them (official train minus the
+# validation carved from it: 10%, at most 2,000). Used by plan() to leave out low-resource
+# sizes a task cannot provide, without loading the data.
+GLUE_TRAIN_SIZES = {"glue/cola": 7696, "glue/sst2": 65349, "glue/mrpc": 3301, "glue/qqp": 361846,
+                    "glue/stsb": 5174, "glue/mnli": 390702, "glue/mnli-mm": 390702, "glue/qnli": 102743,
+                    "glue/rte": 2241}
+
+
+# ----------------------------------------------------------------------------- profiles, configs
+
+def _profile(profile):
+    return profile if isinstance(profile, profiles_module.Profile) else profiles_module.get(profile)
+
+
+def _store(profile):
+    return ResultStore(profiles_module.results_dir(profile))
+
+
+def _method_lr(profile, method_name):
+    """The learning rate of a method in this profile: profile.method_lr[method], else train["lr"]."""
+    return profile.method_lr.get(method_name, profile.train.get("lr", T.TrainConfig.lr))
+
+
+def _run_config(profile, *, task, method, method_args=None, backbone=None, train_size="profile",
+                family_train=None, **train_overrides):
+    """A RunConfig with the profile's defaults; train_overrides, then the family's own "train"
+    settings (family_train), replace TrainConfig fields."""
+    train = {**profile.train, **train_overrides, **(family_train or {})}
+    return T.RunConfig(
+        backbone=backbone or profile.backbone, task=task, method=method, method_args=dict(method_args or {}),
+        train_size=profile.train_size if train_size == "profile" else train_size,
+        max_length=profile.max_length, train=T.TrainConfig(**train),
+    )
+
+
+def eval_size(profile, family):
+    """How many validation/test examples a family evaluates on (None: all): the family's
+    own "eval_size" setting, else the profile's."""
+    p = _profile(profile)
+    return getattr(p, family, {}).get("eval_size", p.eval_size)
+
+
+def run_key(config, profile=None, family=None):
+    """The result-store config of a run: the RunConfig as a dict, plus "eval_size" when the
+    profile (or the family's settings) caps the evaluation sets."""
+    d = config.to_dict()
+    cap = eval_size(profile, family) if family else _profile(profile).eval_size
+    if cap is not None:
+        d["eval_size"] = cap
+    return d
+
+
+def _layer_removal_plan(p):
+    s = p.layer_removal
+    lrs = s.get("lrs", (_method_lr(p, "houlsby"),))
+    epochs = s.get("epochs", (p.train.get("epochs", 3),))
+    return [
+        _run_config(p, task=task, method="houlsby", method_args=s.get("method_args", {}), lr=lr, epochs=e,
+                    family_train=s.get("train"))
+        for task in s.get("tasks", p.tasks) for lr in lrs for e in epochs
+    ]
+
+
+def _init_scale_plan(p):
+    s = p.init_scale
+    return [
+        _run_config(p, task=task, method="houlsby", method_args={**s.get("method_args", {}), "init_std": std},
+                    lr=_method_lr(p, "houlsby"), seed=seed, family_train=s.get("train"))
+        for task in s.get("tasks", p.tasks) for std in s["stds"] for seed in s.get("seeds", (0,))
+    ]
+
+
+def _task_epochs(s, task, default):
+    epochs = s.get("epochs")
+    if isinstance(epochs, dict):
+        return epochs.get(task, epochs.get("default", default))
+    return epochs if epochs is not None else default
+
+
+def _param_performance_plan(p):
+    s = p.param_performance
+    out = []
+    for task in s.get("tasks", p.tasks):
+        for name, args in s["methods"]:
+            for seed in s.get("seeds", (0,)):
+                out.append(_run_config(
+                    p, task=task, method=name, method_args=args, backbone=s.get("backbone"),
+                    train_size=s.get("train_size", "profile"), lr=_method_lr(p, name), seed=seed,
+                    epochs=_task_epochs(s, task, p.train.get("epochs", 3)), family_train=s.get("train")))
+    return out
+
+
+def _low_resource_schedule(s, size):
+    """(epochs, max_steps) for one train size: s["epochs"][size] (paper) or s["steps"][size|"default"]."""
+    if "epochs" in s:
+        return s["epochs"][size], None
+    steps = s["steps"]
+    return 1, (steps.get(size, steps.get("default")) if isinstance(steps, dict) else steps)
+
+
+def _low_resource_plan(p):
+    s = p.low_resource
+    out = []
+    for task in s.get("tasks", p.tasks):
+        for size in s["sizes"]:
+            if size > GLUE_TRAIN_SIZES.get(task, math.inf):
+                continue  # e.g. RTE has 2,241 train examples: no 4,000-example subset
+            epochs, max_steps = _low_resource_schedule(s, size)
+            batch = s.get("train", {}).get("batch_size", p.train.get("batch_size", 32))
+            total = max_steps or math.ceil(epochs * math.ceil(size / batch))
+            # evaluate about s["evaluations"] times per run, not once per (tiny) epoch
+            eval_every = max(1, math.ceil(total / s.get("evaluations", 10)))
+            for name in s["methods"]:
+                args = s.get("method_args", {}).get(name, {})
+                for seed in s.get("seeds", (0,)):
+                    out.append(_run_config(
+                        p, task=task, method=name, method_args=args, backbone=s.get("backbone"), train_size=size,
+                        lr=_method_lr(p, name), seed=seed, epochs=epochs, max_steps=max_steps,
+                        eval_every=eval_every, family_train=s.get("train")))
+    return out
+
+
+_PLANS = {"layer_removal": _layer_removal_plan, "init_scale": _init_scale_plan,
+          "param_performance": _param_performance_plan, "low_resource": _low_resource_plan}
+
+
+def plan(profile=None, family="layer_removal"):
+    """The training runs (train.RunConfig) one figure family needs in a profile, in run order."""
+    if family not in _PLANS:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    return _PLANS[family](_profile(profile))
+
+
+def dry_run(profile=None, families=FAMILIES, verbose=True, file=None):
+    """Print the planned runs of each family and their counts; return {family: count} (+ "total")."""
+    p = _profile(profile)
+    store = _store(p)
+    counts = {}
+    for family in families:
+        configs = plan(p, family)
+        counts[family] = len(configs)
+        cached = sum(store.get(run_key(c, p, family), family) is not None for c in configs)
+        print(f"{family}: {len(configs)} runs ({cached} already in {store.path(family)})", file=file)
+        if verbose:
+            for c in configs:
+                print("  " + describe(c), file=file)
+    counts["total"] = sum(counts[f] for f in families)
+    print(f"total: {counts['total']} training runs for profile {p.name!r}", file=file)
+    return counts
+
+
+def describe(config):
+    """One line for a run: backbone, task, method + args, size, schedule."""
+    t = config.train
+    args = ",".join(f"{k}={v}" for k, v in config.method_args.items())
+    schedule = f"steps={t.max_steps}" if t.max_steps else f"epochs={t.epochs}"
+    return (f"{config.backbone} {config.task} {config.method}{'(' + args + ')' if args else ''} "
+            f"train_size={config.train_size} {schedule} lr={t.lr:g} bs={t.batch_size} seed={t.seed}")
+
+
+# ----------------------------------------------------------------------------- running one config
+
+def _cap(split, n):
+    return split if n is None or len(split) <= n else task_registry.subsample(split, n, task_registry.SPLIT_SEED)
+
+
+def cap_eval(task, eval_size):
+    """The task with validation and test cut to a fixed seeded subset of at most eval_size examples."""
+    if eval_size is None:
+        return task
+    splits = dict(task.splits)
+    for split in ("validation", "test"):
+        splits[split] = _cap(splits[split], eval_size)
+    return replace(task, splits=splits, note=task.note + f" Validation/test capped at {eval_size} examples.")
+
+
+def run_one(config, eval_size=None, device="auto", progress=False, save_to=None, glue_dir=None):
+    """train.run's record for one config, with evaluation sets capped at eval_size and, if save_to
+    is given, the trained (best-on-validation) adapter saved there with save_adapter."""
+    model, tokenizer, task = T.build(config, glue_dir=glue_dir)
+    task = cap_eval(task, eval_size)
+    pc = count_parameters(model)
+    result = T.train(model, tokenizer, task, config.train, device=device, max_length=config.max_length,
+                     progress=progress)
+    if save_to is not None:
+        save_adapter(model, save_to)
+    return {
+        "method": config.method, "task": config.task, "backbone": config.backbone,
+        "trainable": pc.trainable, "base_total": pc.base_total, "percent": pc.percent, "by_group": pc.by_group,
+        "majority": task.majority_baseline("test")[task.metric],
+        "majority_validation": task.majority_baseline("validation")[task.metric],
+        **result, "config": config.to_dict(),
+    }
+
+
+def _run_all(p, family, configs, fresh, progress, save=False):
+    """Records for configs through the store (in order); trains only what is missing (or all if
+    fresh). save=True also keeps each run's adapter in store.checkpoint_dir(key)."""
+    store, cap = _store(p), eval_size(p, family)
+    records = []
+    bar = tqdm(configs, desc=f"{p.name}/{family}", disable=not progress, unit="run")
+    for config in bar:
+        key = run_key(config, p, family)
+        bar.set_postfix_str(f"{config.task} {config.method}", refresh=False)
+        save_to = store.checkpoint_dir(key) if save else None
+        record = store.get_or_run(
+            key, lambda: run_one(config, cap, progress=progress, save_to=save_to),
+            family=family, fresh=fresh)
+        records.append(record)
+    bar.close()
+    return records
+
+
+def _write_csv(frame, p, family):
+    path = profiles_module.results_dir(p) / f"{family}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+# ----------------------------------------------------------------------------- layer removal: evaluation
+
+class SpanScores(dict):
+    """{(first_layer, last_layer): score} for every contiguous span of removed adapters,
+    with .full (nothing removed), .metric and .layers (number of blocks)."""
+
+    def __init__(self, scores, full, metric, layers):
+        super().__init__(scores)
+        self.full, self.metric, self.layers = full, metric, layers
+
+    def __repr__(self):
+        return f"SpanScores({self.metric}, full={self.full:.4f}, {len(self)} spans)"
+
+
+class _State(nn.Module):
+    """Stands in for the embeddings: returns a given hidden state, whatever it is called with."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def forward(self, *args, **kwargs):
+        return self.state
+
+
+class _Runner:
+    """Runs part of a BERT-family classifier: `blocks` from a given hidden state (or from the
+    embeddings), by swapping the encoder's ModuleList and the embeddings module for the call.
+    The model still builds its attention mask and applies its own head, as in a normal forward."""
+
+    def __init__(self, model):
+        if getattr(model.config, "is_encoder_decoder", False) or model.base_model is model:
+            raise ValueError(
+                "layer removal scores need an encoder classifier (e.g. BertForSequenceClassification); "
+                f"got {type(model).__name__}. The Houlsby layer-removal figure uses BERT-family models.")
+        base = model.base_model
+        if not (hasattr(base, "embeddings") and isinstance(getattr(getattr(base, "encoder", None), "layer", None),
+                                                            nn.ModuleList)):
+            raise ValueError(f"{type(model).__name__} does not look like a BERT-family encoder "
+                             "(base_model.embeddings and base_model.encoder.layer); cannot evaluate spans")
+        self.model, self.base = model, base
+        self.blocks = list(base.encoder.layer)
+
+    def __call__(self, inputs, blocks, state=None, head=False):
+        """Hidden state after `blocks` (head=False) or the logits (head=True)."""
+        encoder, embeddings, layers = self.base.encoder, self.base.embeddings, self.base.encoder.layer
+        try:
+            encoder.layer = nn.ModuleList(blocks)
+            if state is not None:
+                self.base.embeddings = _State(state)
+            if head:
+                return self.model(**inputs).logits
+            return self.base(**inputs).last_hidden_state
+        finally:
+            encoder.layer = layers
+            self.base.embeddings = embeddings
+
+
+def layer_removal_scores(model, batches, task, device="cpu", cached=True, precision="fp32", progress=False):
+    """The task metric with the adapters of every contiguous span of blocks [i, j] removed.
+
+    Returns SpanScores: {(i, j): score} for 0 <= i <= j < L (L(L+1)/2 spans) and .full,
+    the score with no adapter removed. `batches`: tasks.batches(...) of an encoded split
+    (as in train.evaluate). Only encoder classifiers (BERT family); ValueError otherwise.
+
+    cached=False: one full forward per span inside adapters_disabled(model, layers=i..j).
+    cached=True (same numbers, fewer block evaluations): per batch, the states entering
+    every block are computed once (all adapters on); then for each start i we run the
+    disabled blocks i, i+1, ... one at a time, and from the state after disabled block j
+    run the remaining enabled blocks j+1.. and the head. For L=6 that is 6 + 21 + 35
+    = 62 block evaluations per batch instead of 21 * 6 + 6 = 132.
+    """
+    logits, labels, L = span_logits(model, batches, device, cached, precision, progress)
+    scores = {span: task.compute_metrics(x, labels)[task.metric] for span, x in logits.items()}
+    full = scores.pop(None)
+    return SpanScores(scores, full, task.metric, L)
+
+
+@torch.no_grad()
+def span_logits(model, batches, device="cpu", cached=True, precision="fp32", progress=False):
+    """({(i, j) or None: logits in the split's order}, labels, L): what layer_removal_scores scores."""
+    device = T.pick_device(device) if isinstance(device, str) else device
+    model.to(device).eval()
+    runner = _Runner(model)
+    L = len(runner.blocks)
+    spans = [(i, j) for i in range(L) for j in range(i, L)]
+    logits = {span: [] for span in [None, *spans]}
+    order = []
+    for batch in tqdm(batches, desc="layer removal", disable=not progress, leave=False):
+        inputs = T.model_inputs(batch, device)
+        inputs.pop("labels", None)
+        order.append(batch["index"])
+        with T.autocast(device, precision):
+            if not cached:
+                logits[None].append(model(**inputs).logits.float().cpu())
+                for i, j in spans:
+                    with adapters_disabled(model, layers=range(i, j + 1)):
+                        logits[(i, j)].append(model(**inputs).logits.float().cpu())
+                continue
+            states = [runner(inputs, [])]  # the embeddings' output
+            for block in runner.blocks:
+                states.append(runner(inputs, [block], states[-1]))
+            logits[None].append(runner(inputs, [], states[-1], head=True).float().cpu())
+            for i in range(L):
+                state = states[i]
+                for j in range(i, L):
+                    with adapters_disabled(model, layers=[j]):
+                        state = runner(inputs, [runner.blocks[j]], state)
+                    logits[(i, j)].append(runner(inputs, runner.blocks[j + 1:], state, head=True).float().cpu())
+    order = torch.cat(order).numpy()
+    split = batches.split
+    labels = np.asarray(split["label"] if "label" in split.column_names else split["labels"])
+    out = {}
+    for span, parts in logits.items():
+        preds = torch.cat(parts).numpy()
+        out[span] = np.empty_like(preds)
+        out[span][order] = preds
+    return out, labels, L
+
+
+# ----------------------------------------------------------------------------- the four families
+
+def _cfg(record):
+    return T.RunConfig.from_dict(record["config"])
+
+
+def _frame(rows, family):
+    frame = pd.DataFrame(rows)
+    extra = [c for c in frame.columns if c not in COLUMNS[family]]
+    return frame[COLUMNS[family] + extra] if len(frame) else pd.DataFrame(columns=COLUMNS[family])
+
+
+def layer_removal(profile=None, fresh=False, progress=True):
+    """Houlsby Fig. 6 left/centre: remove the trained adapters of layers first..last; score on validation.
+
+    Per task: train the Houlsby runs of plan(profile, "layer_removal") (the lr x epochs grid in
+    `paper`, one run elsewhere; each run's adapter saved in the store's checkpoint folder), keep
+    the best on validation, then evaluate it with every contiguous span of blocks [i, j] of
+    adapters removed (layer_removal_scores, cached). Span scores are stored too (family
+    "layer_removal_spans"), so a rerun neither trains nor evaluates.
+
+    One row per span (i <= j), n(n+1)/2 rows per task for n blocks. Columns:
+      task, first_layer, last_layer (0-based block indices, inclusive), metric, value
+      full_value   the same model with no adapter removed (same validation examples)
+      baseline     majority-class score on those validation examples
+      drop         value - full_value (<= 0 when removing hurts)
+      n_removed    last_layer - first_layer + 1;  n_layers: blocks in the model
+      backbone, lr, epochs, eval_examples, run_key (the store key of the trained run)
+    The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
+    """
+    p = _profile(profile)
+    store, cap = _store(p), eval_size(p, "layer_removal")
+    configs = plan(p, "layer_removal")
+    records = _run_all(p, "layer_removal", configs, fresh, progress, save=True)
+    rows = []
+    for task_name in dict.fromkeys(c.task for c in configs):
+        candidates = [r for r in records if r["task"] == task_name]
+        best = max(candidates, key=lambda r: r["validation"])
+        config = _cfg(best)
+        key = run_key(config, p, "layer_removal")
+        span_config = {"run": key, "split": "validation", "eval_size": cap}
+
+        def evaluate(config=config, key=key):
+            checkpoint = store.checkpoint_dir(key)
+            if not (checkpoint / ADAPTER_CONFIG).exists():  # record kept, weights lost: train it again
+                _run_all(p, "layer_removal", [config], True, progress, save=True)
+            return _evaluate_spans(config, checkpoint, cap, progress)
+
+        spans = store.get_or_run(span_config, evaluate, family=SPANS_FAMILY, fresh=fresh)
+        for i, j, value in spans["spans"]:
+            rows.append(dict(task=task_name, first_layer=i, last_layer=j, metric=spans["metric"], value=value,
+                             full_value=spans["full"], baseline=spans["majority"], drop=value - spans["full"],
+                             n_removed=j - i + 1, n_layers=spans["layers"], backbone=config.backbone,
+                             lr=config.train.lr, epochs=config.train.epochs,
+                             eval_examples=spans["eval_examples"], run_key=config_key(key)))
+    frame = _frame(rows, "layer_removal")
+    _write_csv(frame, p, "layer_removal")
+    return frame
+
+
+def _evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
+    """Load the saved adapter of a trained run and score every removed span on validation."""
+    start = time.perf_counter()
+    model, tokenizer, task = T.build(config)
+    load_adapter(model, checkpoint)
+    task = cap_eval(task, cap)
+    only_validation = replace(task, splits={"validation": task.splits["validation"]})
+    encoded = task_registry.encode(only_validation, tokenizer, max_length=config.max_length)["validation"]
+    batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)
+    scores = layer_removal_scores(model, batches, task, device=device, cached=True,
+                                  precision=config.train.precision, progress=progress)
+    return {
+        "metric": scores.metric, "layers": scores.layers, "full": scores.full,
+        "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
+        "majority": task.majority_baseline("validation")[task.metric],
+        "eval_examples": len(encoded), "eval_seconds": time.perf_counter() - start,
+    }
+
+
+def init_scale(profile=None, fresh=False, progress=True):
+    """Houlsby Fig. 6 right: Houlsby adapters trained from near-identity inits of different std.
+
+    One row per (task, init_std, seed). Columns: task, init_std, seed, metric,
+    value (validation metric of the best evaluation), then test, baseline (majority class on
+    validation), bottleneck, steps, train_seconds, backbone.
+    """
+    p = _profile(profile)
+    records = _run_all(p, "init_scale", plan(p, "init_scale"), fresh, progress)
+    rows = []
+    for r in records:
+        c = _cfg(r)
+        rows.append(dict(task=r["task"], init_std=c.method_args["init_std"], seed=c.train.seed, metric=r["metric"],
+                         value=r["validation"], test=r["test"], baseline=r.get("majority_validation"),
+                         bottleneck=_method(c).bottleneck, steps=r["steps"], train_seconds=r["train_seconds"],
+                         backbone=r["backbone"]))
+    frame = _frame(rows, "init_scale")
+    _write_csv(frame, p, "init_scale")
+    return frame
+
+
+def _method(config):
+    from .methods import method
+    return method(config.method, **config.method_args)
+
+
+def method_size(config):
+    """The `size` of a run in param_performance: the knob that varies along its method's line.
+
+    top-k: k (blocks trained); phm: n (Kronecker terms); every other adapter method (houlsby,
+    pfeiffer, adapter-lowrank, adapterdrop, compacter, compacter++): the bottleneck m;
+    full, layernorm, bitfit: None (NaN in the table).
+    """
+    m = _method(config)
+    if m.trains == "top-k":
+        return m.k
+    if m.name == "phm":
+        return m.n
+    if m.has_adapters:
+        return m.bottleneck
+    return None
+
+
+def method_label(config):
+    """A legend label: "houlsby m=64", "top-k k=3", "phm n=4 m=24", "full"."""
+    m = _method(config)
+    if m.trains == "top-k":
+        return f"top-k k={m.k}"
+    if m.projection == "phm":
+        return f"{m.name} n={m.n} m={m.bottleneck}"
+    if m.has_adapters:
+        return f"{m.name} m={m.bottleneck}"
+    return m.name
+
+
+def param_performance(profile=None, fresh=False, progress=True):
+    """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile, trained once per seed.
+
+    One row per (task, method settings, seed). Columns: task, method, size, trainable, percent,
+    metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
+    then: family (the plot line: "adapters" for houlsby, else the method name, e.g. "top-k",
+    "compacter"), label ("houlsby m=64"), seed, validation, value_minus_full (value minus full
+    fine-tuning's on the same task and seed; NaN without a full run), baseline (majority class
+    on test), bottleneck, n, k, steps, epochs_run, seconds_per_epoch, examples_per_second, backbone.
+
+    `size`: top-k -> k; phm -> n; houlsby/pfeiffer/adapter-lowrank/adapterdrop/compacter/
+    compacter++ -> the adapter size m (bottleneck); full/layernorm/bitfit -> NaN.
+    peak_memory_mb is CUDA's max allocated on a GPU, the process RSS on CPU (coarse there).
+    """
+    p = _profile(profile)
+    records = _run_all(p, "param_performance", plan(p, "param_performance"), fresh, progress)
+    rows = []
+    for r in records:
+        c, m = _cfg(r), _method(_cfg(r))
+        epochs_run = r["steps"] * c.train.batch_size / r["train_examples"]
+        rows.append(dict(
+            task=r["task"], method=r["method"], size=method_size(c), trainable=r["trainable"], percent=r["percent"],
+            metric=r["metric"], value=r["test"], train_seconds=r["train_seconds"],
+            peak_memory_mb=r["peak_memory_mb"], family=METHOD_FAMILY.get(r["method"], r["method"]),
+            label=method_label(c), seed=c.train.seed, validation=r["validation"], baseline=r["majority"],
+            bottleneck=m.bottleneck if m.has_adapters else None, n=m.n if m.projection == "phm" and m.has_adapters
+            else None, k=m.k if m.trains == "top-k" else None, steps=r["steps"], epochs_run=epochs_run,
+            seconds_per_epoch=r["train_seconds"] / epochs_run, examples_per_second=r["examples_per_second"],
+            backbone=r["backbone"]))
+    frame = _frame(rows, "param_performance")
+    if len(frame):
+        full = frame[frame["method"] == "full"].groupby(["task", "seed"])["value"].mean()
+        frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
+                                     zip(frame["task"], frame["seed"], frame["value"])]
+    _write_csv(frame, p, "param_performance")
+    return frame
+
+
+def low_resource(profile=None, fresh=False, progress=True):
+    """Compacter Fig. 4: methods trained on nested seeded subsets of growing size.
+
+    One row per (task, method, train_size, seed). Columns: task, method, train_size, seed, metric,
+    value (test metric of the best-on-validation state), then validation, baseline (majority class
+    on test), label, steps, epochs (passes over the subset), train_seconds, backbone.
+    Subsets are nested: with the same seed, the 100 examples are among the 500, and so on.
+    """
+    p = _profile(profile)
+    records = _run_all(p, "low_resource", plan(p, "low_resource"), fresh, progress)
+    rows = []
+    for r in records:
+        c = _cfg(r)
+        rows.append(dict(task=r["task"], method=r["method"], train_size=c.train_size, seed=c.train.seed,
+                         metric=r["metric"], value=r["test"], validation=r["validation"], baseline=r["majority"],
+                         label=method_label(c), steps=r["steps"],
+                         epochs=r["steps"] * c.train.batch_size / r["train_examples"],
+                         train_seconds=r["train_seconds"], backbone=r["backbone"]))
+    frame = _frame(rows, "low_resource")
+    _write_csv(frame, p, "low_resource")
+    return frame
+
+
+RUNNERS = {"layer_removal": layer_removal, "init_scale": init_scale, "param_performance": param_performance,
+           "low_resource": low_resource}
+
+
+def run_family(family, profile=None, fresh=False, progress=True):
+    """Run one family by name (what regenerate and the notebooks may call)."""
+    if family not in RUNNERS:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    return RUNNERS[family](profile, fresh=fresh, progress=progress)

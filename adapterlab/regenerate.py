@@ -1,0 +1,448 @@
+"""Run the numbered notebooks headless with papermill: figures, result tables, executed copies.
+
+    python -m adapterlab regenerate --profile default            # redraw from the cached results
+    python -m adapterlab regenerate --profile default --fresh    # retrain everything
+    python -m adapterlab regenerate --profile smoke --out /tmp/x --only 04,layer_removal --jobs 2
+    python -m adapterlab regenerate --profile paper --dry-run    # what the papers' setting would train
+
+Each notebook runs in a fresh `python3` kernel with the working directory set to
+notebooks/ (relative paths behave as in JupyterLab). Papermill injects `profile`
+and `fresh` after the cell tagged `parameters`; the kernels also get
+ADAPTERLAB_PROFILE and, with `out`, ADAPTERLAB_OUT (see profiles.project_root), so
+results go to <root>/data/results/<profile>/ and figures to <root>/figures/<profile>/.
+
+Executed copies go to <root>/build/notebooks/<profile>/NN_name.ipynb, each with an
+HTML export beside it (NN_name.html: static images embedded, plotly.js inlined so
+interactive figures show offline) and the kernel's own log (NN_name.log). A
+failing notebook does not stop the others: its executed copy (with the traceback)
+is kept, and the run ends with a non-zero status naming the notebook, the cell and
+the error's last lines. Results already in the store are reused on a re-run
+unless `fresh`.
+"""
+import json
+import logging
+import os
+import re
+import sys
+import time
+import traceback as tb
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+from . import profiles
+
+KERNEL = "python3"
+CHECKOUT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = CHECKOUT / "notebooks"
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# files written beside the figures that are not figures themselves
+NOT_ARTIFACTS = {"plotly.min.js"}
+NOT_ARTIFACT_SUFFIXES = (".lock", ".tmp")
+# kernels of a batch run: matplotlib draws inline (so the HTML export shows the images) and plotly
+# emits its JSON (JupyterLab) plus HTML with plotly.js inlined once per notebook (the HTML export
+# then works offline); a notebook can still choose its own renderer.
+KERNEL_ENV = {
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    "PLOTLY_RENDERER": "plotly_mimetype+notebook",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+# ---------------------------------------------------------------- choosing notebooks
+
+def find_notebooks(notebooks_dir=None):
+    """The numbered notebooks `NN_name.ipynb` in order."""
+    folder = Path(notebooks_dir) if notebooks_dir else NOTEBOOKS_DIR
+    return sorted(folder.glob(NOTEBOOK_GLOB))
+
+
+def _name(path):
+    """'04_layer_removal.ipynb' -> 'layer_removal'."""
+    return Path(path).stem.split("_", 1)[1]
+
+
+def select(notebooks, only=None):
+    """The notebooks named in `only` ("04,05", "layer_removal", "4", "04_layer_removal.ipynb", or a
+    list of these), in notebook order; all of them for None. An unknown name raises ValueError
+    listing the choices."""
+    if not only:
+        return list(notebooks)
+    wanted = only.split(",") if isinstance(only, str) else [str(item) for item in only]
+    chosen = set()
+    for token in (t.strip() for t in wanted):
+        if not token:
+            continue
+        matches = [nb for nb in notebooks if token in (nb.name, nb.stem, _name(nb), nb.stem[:2])
+                   or (token.isdigit() and int(token) == int(nb.stem[:2]))]
+        if not matches:
+            choices = ", ".join(nb.stem for nb in notebooks) or "none found"
+            raise ValueError(f"no notebook {token!r} to run; choose numbers or names among: {choices}")
+        chosen.update(matches)
+    return [nb for nb in notebooks if nb in chosen]
+
+
+def output_root(out=None):
+    """Where data/, figures/ and build/ go: `out`, else $ADAPTERLAB_OUT, else the checkout."""
+    return Path(out).resolve() if out else profiles.project_root()
+
+
+def build_dir(profile, out=None):
+    return output_root(out) / "build" / "notebooks" / profile
+
+
+# ---------------------------------------------------------------- one notebook (also in worker processes)
+
+@dataclass
+class Job:
+    notebook: str
+    output: str
+    parameters: dict
+    env: dict
+    cwd: str
+    timeout: int | None
+
+
+@dataclass
+class Outcome:
+    notebook: str
+    output: str
+    ok: bool = False
+    seconds: float = 0.0  # execution + HTML export
+    start: float = 0.0  # execution window (time.time()), to tell which files it wrote
+    end: float = 0.0
+    cell: int | None = None  # 1-based position in the source notebook (markdown cells counted)
+    exec_count: int | None = None  # the "In [n]" the cell had
+    cell_source: str = ""
+    error: str = ""  # ename: evalue
+    error_tail: list = field(default_factory=list)  # the traceback's last lines, without colours
+    html: str | None = None
+    log: str | None = None
+    figures: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+
+
+def _kernel_manager(log_path, extra_env):
+    """A kernel manager class whose kernels get `extra_env` and write their own stdout/stderr
+    (start-up warnings, C-level messages) to `log_path` instead of our terminal."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            env = dict(kw.get("env") or os.environ)
+            env.update(extra_env)
+            kw["env"] = env
+            log = open(log_path, "ab")
+            kw["stdout"] = kw["stderr"] = log
+            try:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            finally:
+                log.close()  # the kernel keeps its own copy of the descriptor
+
+    return LoggedKernelManager
+
+
+def _source_position(nb, cell_index):
+    """Map a cell index of the executed notebook (with papermill's injected-parameters cell) to
+    the 1-based position of that cell in the source notebook."""
+    injected = [i for i, cell in enumerate(nb.cells) if "injected-parameters" in cell.metadata.get("tags", [])]
+    shift = 1 if injected and injected[0] < cell_index else 0
+    return cell_index + 1 - shift
+
+
+def _tail(lines, count=8):
+    text = ANSI.sub("", "\n".join(lines)).rstrip()
+    return text.splitlines()[-count:]
+
+
+def run_notebook(job):
+    """Execute one notebook (papermill), export it to HTML and return an Outcome as a dict.
+
+    Picklable in and out so that worker processes can run it; never raises for a notebook error."""
+    import nbformat
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    job = Job(**job) if isinstance(job, dict) else job
+    output = Path(job.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    log_path = output.with_suffix(".log")
+    log_path.write_text("")
+    outcome = Outcome(notebook=job.notebook, output=str(output), log=str(log_path))
+
+    # papermill's own messages (unknown parameters, ...) go to the log too, not the terminal
+    pm_logger = logging.getLogger("papermill")
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    saved = pm_logger.handlers[:], pm_logger.propagate, pm_logger.level
+    pm_logger.handlers, pm_logger.propagate = [handler], False
+    pm_logger.setLevel(logging.INFO)
+
+    outcome.start = time.time()
+    try:
+        pm.execute_notebook(
+            job.notebook, str(output), parameters=job.parameters, kernel_name=KERNEL, progress_bar=False,
+            cwd=job.cwd, execution_timeout=job.timeout, start_timeout=120,
+            kernel_manager_class=_kernel_manager(str(log_path), job.env),
+        )
+        outcome.ok = True
+    except PapermillExecutionError as error:
+        executed = nbformat.read(output, as_version=4)
+        # papermill put an error banner first and an anchor before the cell; its index is from before
+        executed.cells = [c for c in executed.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
+        outcome.cell = _source_position(executed, error.cell_index)
+        outcome.exec_count = error.exec_count
+        outcome.cell_source = error.source
+        outcome.error = f"{error.ename}: {error.evalue}"
+        outcome.error_tail = _tail(error.traceback) or [outcome.error]
+    except Exception as error:  # a timeout, a dead kernel, a kernel that would not start
+        outcome.error = f"{type(error).__name__}: {ANSI.sub('', str(error)).strip()}"
+        outcome.error_tail = _tail(tb.format_exception_only(type(error), error))
+        try:  # the cell that was running: the last one papermill saw start
+            executed = nbformat.read(output, as_version=4)
+            started = [i for i, c in enumerate(executed.cells)
+                       if c.metadata.get("papermill", {}).get("start_time")]
+            if started:
+                cell = executed.cells[started[-1]]
+                outcome.cell = _source_position(executed, started[-1])
+                outcome.exec_count = cell.get("execution_count")
+                outcome.cell_source = cell.source
+        except Exception:
+            pass
+    finally:
+        outcome.end = time.time()
+        pm_logger.handlers, pm_logger.propagate, level = saved
+        pm_logger.setLevel(level)
+        handler.close()
+
+    if output.exists():  # the failed copy too: it shows where it stopped
+        try:
+            outcome.html = str(export_html(output))
+        except Exception as error:
+            with open(log_path, "a") as log:
+                log.write(f"HTML export failed: {type(error).__name__}: {error}\n")
+    outcome.seconds = time.time() - outcome.start
+    return asdict(outcome)
+
+
+def export_html(executed):
+    """Write NN_name.html beside an executed notebook: images embedded as data URIs, plotly
+    outputs shown through the plotly.js the notebook renderer inlined."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    executed = Path(executed)
+    nb = nbformat.read(executed, as_version=4)
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb, resources={"metadata": {"name": executed.stem}})
+    path = executed.with_suffix(".html")
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- which files a notebook wrote
+
+def _snapshot(folders):
+    files = {}
+    for folder in folders:
+        if folder.is_dir():
+            for path in folder.rglob("*"):
+                if (path.is_file() and path.name not in NOT_ARTIFACTS and not path.name.endswith(NOT_ARTIFACT_SUFFIXES)
+                        and not path.name.startswith(".") and "checkpoints" not in path.parts):
+                    files[path] = path.stat().st_mtime
+    return files
+
+
+def _attribute(before, after, outcomes):
+    """Give each new or changed file to the notebook that was running when it was written (with
+    parallel jobs the windows overlap: then the notebook whose name the file mentions wins)."""
+    for path, mtime in sorted(after.items()):
+        if before.get(path) == mtime:
+            continue
+        running = [o for o in outcomes if o["start"] - 1 <= mtime <= o["end"] + 1] or outcomes
+        named = [o for o in running if _name(o["notebook"]) in path.name]
+        owner = (named or running)[0]
+        owner["figures" if "figures" in path.parts else "results"].append(str(path))
+
+
+# ---------------------------------------------------------------- the command
+
+def _needs_gpu_message(profile):
+    return (f"the {profile!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and access to the "
+            f"Hugging Face hub, and no GPU is visible here. See what it would run with "
+            f"`python -m adapterlab regenerate --profile {profile} --dry-run`, or use --profile default (CPU, offline).")
+
+
+def _planned_runs(profile, root):
+    """Print the training runs `profile` implies (adapterlab.experiments.dry_run, which prints them
+    and returns {family: count, "total": n}); return the count, or None when not available."""
+    try:
+        from . import experiments
+    except ImportError as error:
+        print(f"planned training runs: not available yet (adapterlab.experiments cannot be imported: {error})")
+        return None
+    if not hasattr(experiments, "dry_run"):
+        print("planned training runs: not available yet (adapterlab.experiments.dry_run is missing)")
+        return None
+    saved = os.environ.get("ADAPTERLAB_OUT")
+    os.environ["ADAPTERLAB_OUT"] = str(root)  # count what is cached where this run would write
+    try:
+        counts = experiments.dry_run(profile)
+    finally:
+        if saved is None:
+            os.environ.pop("ADAPTERLAB_OUT")
+        else:
+            os.environ["ADAPTERLAB_OUT"] = saved
+    total = None
+    if isinstance(counts, dict):
+        numbers = [v for k, v in counts.items() if k != "total" and isinstance(v, int) and not isinstance(v, bool)]
+        total = counts.get("total", sum(numbers))
+    elif isinstance(counts, int) and not isinstance(counts, bool):
+        total = counts
+    elif counts is not None and hasattr(counts, "__len__"):
+        total = len(counts)
+    if total is not None:
+        print(f"planned training runs: {int(total):,}")
+    return total
+
+
+def _dry_run(profile, chosen, jobs, out_dir, root, env, fresh):
+    print(f"regenerate --profile {profile}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
+          f"{jobs} at a time), parameters profile={profile!r} fresh={fresh}")
+    for nb in chosen:
+        print(f"  {nb.name:<32} -> {out_dir / nb.name}")
+    print(f"results -> {root / 'data' / 'results' / profile}, figures -> {root / 'figures' / profile}")
+    print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
+    _planned_runs(profile, root)
+    return 0
+
+
+def _cuda_available():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def _table(outcomes, root):
+    rows = [("notebook", "status", "seconds", "figures", "results")]
+    for o in outcomes:
+        rows.append((Path(o["notebook"]).stem, "ok" if o["ok"] else "FAILED", f"{o['seconds']:.1f}",
+                     str(len(o["figures"])), str(len(o["results"]))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    for o in outcomes:
+        written = [_relative(p, root) for p in o["figures"] + o["results"]]
+        if written:
+            lines.append(f"{Path(o['notebook']).stem} wrote: " + ", ".join(written))
+    return "\n".join(lines)
+
+
+def _relative(path, root):
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _failure_report(o):
+    where = f"cell {o['cell']}" if o["cell"] else "before any cell ran"
+    if o["exec_count"]:
+        where += f" (In [{o['exec_count']}] in the executed copy)"
+    first_line = next((line for line in o["cell_source"].splitlines() if line.strip()), "")
+    lines = [f"FAILED {Path(o['notebook']).name}, {where}: {o['error']}"]
+    if first_line:
+        lines.append(f"  cell starts: {first_line[:100]}")
+    lines += [f"  | {line}" for line in o["error_tail"]]
+    lines.append(f"  executed copy: {o['output']}" + (f"  (kernel log: {o['log']})" if o["log"] else ""))
+    return "\n".join(lines)
+
+
+def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
+               notebooks_dir=None, progress=True):
+    """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
+
+    profile        smoke | default | paper
+    only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
+    fresh          inject fresh=True: the notebooks retrain instead of reusing cached results
+    out            write data/, figures/ and build/ under this directory (kernels get ADAPTERLAB_OUT)
+    dry_run        list what would run (and, where adapterlab.experiments.dry_run exists, the planned
+                   training runs) without running anything
+    jobs           notebooks run in parallel worker processes (capped by the cores and the notebooks)
+    timeout        seconds allowed per cell (None or 0: no limit)
+    notebooks_dir  where the NN_name.ipynb files are (default: the checkout's notebooks/)
+    progress       show a progress bar over the notebooks (stderr)
+    """
+    profile = profiles.get(profile).name
+    notebooks_dir = Path(notebooks_dir).resolve() if notebooks_dir else NOTEBOOKS_DIR
+    found = find_notebooks(notebooks_dir)
+    if not found:
+        raise FileNotFoundError(f"no notebooks named NN_name.ipynb in {notebooks_dir}")
+    chosen = select(found, only)
+    jobs = max(1, min(int(jobs or 1), os.cpu_count() or 1, len(chosen)))
+    root = output_root(out)
+    out_dir = build_dir(profile, out)
+    env = dict(KERNEL_ENV, ADAPTERLAB_PROFILE=profile)
+    if out or os.environ.get("ADAPTERLAB_OUT"):
+        env["ADAPTERLAB_OUT"] = str(root)
+    if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+
+    if dry_run:
+        return _dry_run(profile, chosen, jobs, out_dir, root, env, fresh)
+    if profile == "paper" and not _cuda_available():
+        print(f"error: {_needs_gpu_message(profile)}", file=sys.stderr)
+        return 2
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    artifact_dirs = [root / "figures" / profile, root / "data" / "results" / profile]
+    before = _snapshot(artifact_dirs)
+    todo = [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=bool(fresh)),
+                       env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(todo), unit="notebook", desc=f"regenerate {profile}", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+    outcomes = []
+    try:
+        if jobs == 1:
+            for job in todo:
+                bar.set_postfix_str(Path(job["notebook"]).stem)
+                outcomes.append(run_notebook(job))
+                bar.update(1)
+        else:
+            # spawn, not fork: the parent may hold torch threads and zmq sockets
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(run_notebook, job): job for job in todo}
+                for future in as_completed(futures):
+                    try:
+                        outcome = future.result()
+                    except Exception as error:  # the worker itself died
+                        job = futures[future]
+                        outcome = asdict(Outcome(notebook=job["notebook"], output=job["output"],
+                                                 error=f"worker process failed: {type(error).__name__}: {error}"))
+                    outcomes.append(outcome)
+                    bar.set_postfix_str(Path(outcome["notebook"]).stem)
+                    bar.update(1)
+    finally:
+        bar.close()
+
+    outcomes.sort(key=lambda o: o["notebook"])
+    _attribute(before, _snapshot(artifact_dirs), outcomes)
+    print(_table(outcomes, root))
+    print(f"executed notebooks and their HTML: {out_dir}")
+    failed = [o for o in outcomes if not o["ok"]]
+    for o in failed:
+        print(_failure_report(o), file=sys.stderr)
+    if failed:
+        print(f"{len(failed)} of {len(outcomes)} notebook(s) failed: {', '.join(Path(o['notebook']).name for o in failed)}",
+              file=sys.stderr)
+        return 1
+    return 0

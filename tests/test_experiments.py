@@ -1,0 +1,240 @@
+"""The figure experiments: smoke profile end to end (seconds), the result-store caching, the
+cached layer-removal evaluation, and every planned `paper` run built on a tiny model."""
+import copy
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from adapterlab import experiments as ex
+from adapterlab import profiles
+from adapterlab import train as T
+from adapterlab.backbones import load_backbone
+from adapterlab.inject import adapt, adapters
+from adapterlab.methods import method
+from adapterlab.tasks import batches, encode, load_task
+
+GLUE_DIR = Path(__file__).parent / "fixtures" / "glue"
+SMOKE = profiles.get("smoke")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models gain nothing from threads, and on a busy machine two threads can be 10x slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class Counter:
+    """Wraps train.train to count the trainings."""
+
+    def __init__(self, mp):
+        self.calls, self.original = 0, T.train
+        mp.setattr(T, "train", self)
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.original(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """All four families run once in smoke, into a temporary ADAPTERLAB_OUT."""
+    out = tmp_path_factory.mktemp("out")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTERLAB_OUT", str(out))
+        counter = Counter(mp)
+        frames = {family: ex.run_family(family, "smoke", progress=False) for family in ex.FAMILIES}
+        yield dict(out=out, frames=frames, trainings=counter.calls, mp=mp, counter=counter)
+
+
+def test_every_family_returns_the_contract_columns_and_writes_its_csv(smoke):
+    planned = sum(len(ex.plan("smoke", f)) for f in ex.FAMILIES)
+    assert smoke["trainings"] == planned
+    for family, frame in smoke["frames"].items():
+        assert list(frame.columns[:len(ex.COLUMNS[family])]) == ex.COLUMNS[family], family
+        assert len(frame) > 0
+        assert frame["metric"].eq("accuracy").all()
+        assert frame["value"].between(0, 1).all(), family
+        csv = smoke["out"] / "data" / "results" / "smoke" / f"{family}.csv"
+        assert csv.is_file(), family
+        back = pd.read_csv(csv)
+        assert list(back.columns) == list(frame.columns)
+        assert len(back) == len(frame)
+        assert (smoke["out"] / "data" / "results" / "smoke" / f"{family}.jsonl").is_file()
+
+
+def test_layer_removal_table(smoke):
+    df = smoke["frames"]["layer_removal"]
+    n = 2  # the tiny backbone's blocks
+    assert sorted(zip(df.first_layer, df.last_layer)) == [(0, 0), (0, 1), (1, 1)]
+    assert df["n_layers"].eq(n).all() and df["full_value"].nunique() == 1 and df["baseline"].nunique() == 1
+    assert np.allclose(df["drop"], df["value"] - df["full_value"])
+    # the span evaluation is stored, and the adapter checkpoint sits in the store's folder
+    store = ex.ResultStore(smoke["out"] / "data" / "results" / "smoke")
+    assert len(store.records(ex.SPANS_FAMILY)) == 1
+    [run] = store.records("layer_removal")
+    assert (store.root / "checkpoints" / run["key"] / "adapter.safetensors").is_file()
+    # the no-removal score is the trained run's best validation score (same examples, same batches)
+    assert df["full_value"].iloc[0] == pytest.approx(run["record"]["validation"], abs=1e-9)
+
+
+def test_other_tables(smoke):
+    f = smoke["frames"]
+    assert sorted(f["init_scale"]["init_std"]) == sorted(SMOKE.init_scale["stds"])
+    pp = f["param_performance"]
+    assert len(pp) == len(SMOKE.param_performance["methods"])
+    houlsby = pp[pp.method == "houlsby"]
+    assert sorted(houlsby["size"]) == [4, 16] and houlsby["family"].eq("adapters").all()
+    assert pp.loc[pp.method == "top-k", "size"].tolist() == [1]
+    assert pp.loc[pp.method == "full", "size"].isna().all()
+    assert pp.loc[pp.method == "full", "value_minus_full"].tolist() == [0.0]
+    assert (pp["trainable"] > 0).all() and (pp["percent"] > 0).all() and (pp["seconds_per_epoch"] > 0).all()
+    assert pp.loc[pp.method == "full", "percent"].iloc[0] > pp.loc[pp.method == "layernorm", "percent"].iloc[0]
+    lr = f["low_resource"]
+    assert sorted(set(lr["train_size"])) == [50, 100, 200] and set(lr["method"]) == {"compacter++", "full"}
+
+
+def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
+    counter = smoke["counter"]
+    before = counter.calls
+
+    def no_span_evaluation(*a, **k):
+        raise AssertionError("span scores should come from the store")
+
+    monkeypatch.setattr(ex, "layer_removal_scores", no_span_evaluation)
+    for family in ex.FAMILIES:
+        again = ex.run_family(family, "smoke", progress=False)
+        pd.testing.assert_frame_equal(again, smoke["frames"][family])
+    assert counter.calls == before  # nothing trained
+    ex.init_scale("smoke", fresh=True, progress=False)
+    assert counter.calls == before + len(ex.plan("smoke", "init_scale"))
+
+
+def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smoke):
+    store = ex.ResultStore(smoke["out"] / "data" / "results" / "smoke")
+    store.path(ex.SPANS_FAMILY).unlink()
+    before = smoke["counter"].calls
+    df = ex.layer_removal("smoke", progress=False)
+    assert smoke["counter"].calls == before
+    pd.testing.assert_frame_equal(df, smoke["frames"]["layer_removal"])
+
+
+# ----------------------------------------------------------------------------- layer-removal scores
+
+def _adapted(kind="tiny", std=0.3):
+    task = load_task("synthetic")
+    model, tokenizer = load_backbone(kind, num_labels=task.num_labels)
+    torch.manual_seed(0)
+    adapt(model, "houlsby", bottleneck=8, init_std=std)  # big init: removing adapters changes the logits
+    encoded = encode(task, tokenizer, max_length=32)["validation"].select(range(70))
+    return model, batches(encoded, tokenizer, 16, shuffle=False), task
+
+
+def test_cached_and_naive_span_evaluation_agree():
+    model, data, task = _adapted()
+    cached, labels, L = ex.span_logits(model, data, "cpu", cached=True)
+    naive, labels2, _ = ex.span_logits(model, data, "cpu", cached=False)
+    assert L == 2 and set(cached) == {None, (0, 0), (0, 1), (1, 1)} and (labels == labels2).all()
+    for span in cached:
+        np.testing.assert_allclose(cached[span], naive[span], atol=1e-5, rtol=1e-5)
+    assert not np.allclose(cached[(0, 1)], cached[None], atol=1e-4)  # the removal does something
+    a = ex.layer_removal_scores(model, data, task, "cpu", cached=True)
+    b = ex.layer_removal_scores(model, data, task, "cpu", cached=False)
+    assert dict(a) == pytest.approx(dict(b)) and a.full == pytest.approx(b.full) and a.metric == "accuracy"
+    assert a.full == pytest.approx(T.evaluate(model, data, task, torch.device("cpu"))["accuracy"])
+    # the model is left as it was: all adapters on, its own blocks and embeddings back in place
+    assert len(model.bert.encoder.layer) == 2 and type(model.bert.embeddings).__name__ == "BertEmbeddings"
+    assert all(a.enabled for a in adapters(model).values())
+
+
+def test_span_evaluation_refuses_encoder_decoders():
+    model, _ = load_backbone("tiny-t5")
+    with pytest.raises(ValueError, match="encoder classifier"):
+        ex.layer_removal_scores(model, [], None, "cpu")
+
+
+# ----------------------------------------------------------------------------- plans
+
+def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    out = io.StringIO()
+    counts = ex.dry_run("paper", file=out)
+    assert counts == {**{f: len(ex.plan("paper", f)) for f in ex.FAMILIES},
+                      "total": sum(len(ex.plan("paper", f)) for f in ex.FAMILIES)}
+    text = out.getvalue()
+    assert "layer_removal: 16 runs" in text and f"total: {counts['total']} training runs" in text
+    assert counts["layer_removal"] == 2 * 4 * 2  # MNLI, CoLA x lr grid x epoch grid
+    assert counts["init_scale"] == 2 * 8 * 3
+    for name in profiles.PROFILE_NAMES:
+        quiet = ex.dry_run(name, verbose=False, file=io.StringIO())
+        assert all(quiet[f] > 0 for f in ex.FAMILIES)
+    p = profiles.get("paper")
+    assert len(p.init_scale["stds"]) >= 8 and min(p.init_scale["stds"]) == 1e-7 and max(p.init_scale["stds"]) == 1
+    assert len(profiles.get("default").init_scale["stds"]) >= 8
+    with pytest.raises(ValueError, match="unknown family"):
+        ex.plan("smoke", "nope")
+
+
+def test_low_resource_plans_shrink_epochs_as_size_grows():
+    paper = ex.plan("paper", "low_resource")
+    mnli = {c.train_size: c.train.epochs for c in paper if c.task == "glue/mnli"}
+    assert mnli == {100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25}
+    assert not any(c.task == "glue/rte" and c.train_size > ex.GLUE_TRAIN_SIZES["glue/rte"] for c in paper)
+    for name in ("smoke", "default"):
+        configs = ex.plan(name, "low_resource")
+        epochs = {}
+        for c in configs:
+            epochs[c.train_size] = c.train.max_steps * c.train.batch_size / c.train_size
+        sizes = sorted(epochs)
+        assert all(epochs[a] > epochs[b] for a, b in zip(sizes, sizes[1:])), name
+
+
+TINY = {"bert-base-uncased": "tiny", "t5-base": "tiny-t5"}
+DEPTH = {"bert-base-uncased": 12, "t5-base": 12}  # blocks per stack of the real backbones
+
+
+def _on_tiny(config):
+    """The planned config on a tiny model of the same family: k and drop_layers mapped into its depth."""
+    args = dict(config.method_args)
+    m = method(config.method, **args)
+    depth = DEPTH[config.backbone]
+    if m.trains == "top-k":
+        assert 0 < m.k <= depth, config
+        args["k"] = max(1, round(m.k * 2 / depth))
+    if m.has_adapters:
+        assert m.drop_layers < depth, config
+        if m.drop_layers:
+            args["drop_layers"] = 1
+    return replace(config, backbone=TINY[config.backbone], method_args=args, train_size=None)
+
+
+def test_every_paper_config_builds_on_a_tiny_model():
+    """Each planned method setting is applied to a tiny model of its backbone's family (where bad
+    settings raise), and each (backbone, task) pair goes through train.build with the GLUE fixtures."""
+    configs = [c for f in ex.FAMILIES for c in ex.plan("paper", f)]
+    tiny_models = {name: load_backbone(name, num_labels=3)[0] for name in TINY.values()}
+    methods_seen, pairs_seen = set(), set()
+    for config in configs:
+        assert config.backbone in TINY, config.backbone
+        if config.train_size is not None:
+            assert config.train_size <= ex.GLUE_TRAIN_SIZES[config.task]
+        tiny = _on_tiny(config)
+        key = (tiny.backbone, tiny.method, tuple(sorted(tiny.method_args.items())))
+        if key not in methods_seen:
+            methods_seen.add(key)
+            model = adapt(copy.deepcopy(tiny_models[tiny.backbone]), method(tiny.method, **tiny.method_args))
+            assert any(p.requires_grad for p in model.parameters())
+        if (tiny.backbone, tiny.task) not in pairs_seen:
+            pairs_seen.add((tiny.backbone, tiny.task))
+            model, tokenizer, task = T.build(tiny, glue_dir=GLUE_DIR)
+            assert len(task.splits["train"]) > 0
+    assert len(methods_seen) > 25 and len(pairs_seen) == 2 + 8
+    t5 = [c for c in configs if c.backbone == "t5-base"]
+    assert t5 and not any(c.method == "bitfit" for c in t5)  # T5 has no biases

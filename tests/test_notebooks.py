@@ -1,0 +1,361 @@
+"""The notebooks, run headless in the smoke profile, and the `regenerate` command that runs them.
+
+Each notebook runs once per session, as `python -m adapterlab regenerate --profile smoke --fresh
+--out TMP --only NN`, into its own empty temporary directory (in the background, two at a time:
+see SmokeRunner); the tests then check what it wrote against the contract in DESIGN.md ("Result
+tables"). The same directory is reused for the nbval pass (every cell must run under
+`pytest --nbval-lax`) and by tests/test_browser.py for the smoke figures.
+ADAPTERLAB_TEST_JOBS sets how many notebooks run at once (default: 2, or 1 on one core).
+"""
+import importlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from adapterlab.regenerate import find_notebooks, regenerate
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = find_notebooks(ROOT / "notebooks")
+SMOKE = "smoke"
+
+# What each notebook must leave behind in the smoke profile. Numbers not listed here only need to
+# run and write at least one non-empty figure.
+RESULT_COLUMNS = {
+    "layer_removal.csv": ["task", "first_layer", "last_layer", "metric", "value"],
+    "init_scale.csv": ["task", "init_std", "seed", "metric", "value"],
+    "param_performance.csv": ["task", "method", "size", "trainable", "percent", "metric", "value",
+                              "train_seconds", "peak_memory_mb"],
+    "low_resource.csv": ["task", "method", "train_size", "seed", "metric", "value"],
+}
+EXPECTED = {
+    "01": dict(figures=True),
+    "02": dict(figures=True),
+    "03": dict(figures=True),
+    "04": dict(figures=True, csv="layer_removal.csv", figure_name="layer_removal"),
+    "05": dict(figures=True, csv="init_scale.csv"),
+    "06": dict(figures=True, csv="param_performance.csv"),
+    "07": dict(figures=True, csv="low_resource.csv"),
+}
+CORRELATIONS = ("mcc", "matthews", "pearson", "spearman", "corr")  # in [-1, 1]; everything else in [0, 1]
+
+
+def metric_range(metric):
+    return (-1.0, 1.0) if any(word in str(metric).lower() for word in CORRELATIONS) else (0.0, 1.0)
+
+
+def ids(path):
+    return Path(path).stem
+
+
+# ---------------------------------------------------------------- one smoke run per notebook, shared
+
+JOBS = max(1, int(os.environ.get("ADAPTERLAB_TEST_JOBS", min(2, os.cpu_count() or 1))))
+CELL_TIMEOUT = 600
+NBVAL_TEST = "test_notebook_passes_nbval"
+
+
+@dataclass
+class SmokeRun:
+    notebook: Path
+    out: Path  # what ADAPTERLAB_OUT was: data/, figures/, build/ are under it
+    status: int
+    output: str  # what the command printed (stdout + stderr)
+    seconds: float
+
+    @property
+    def figures(self):
+        return sorted(p for p in (self.out / "figures" / SMOKE).glob("*") if p.name != "plotly.min.js")
+
+    @property
+    def results(self):
+        return self.out / "data" / "results" / SMOKE
+
+    @property
+    def executed(self):
+        return self.out / "build" / "notebooks" / SMOKE / self.notebook.name
+
+
+class SmokeRunner:
+    """Runs each notebook once per session, in the background, JOBS at a time (the smoke
+    workloads are single-threaded Python, so two at a time on two cores is nearly twice as fast):
+
+    1. `python -m adapterlab regenerate --profile smoke --fresh --out TMP/NN --only NN`, the
+       command exactly as a user types it, into its own empty directory;
+    2. then `pytest --nbval-lax` on the notebook with ADAPTERLAB_PROFILE=smoke and
+       ADAPTERLAB_OUT=TMP/NN (cached results of step 1 are reused; every cell must run).
+
+    Tests ask for results with smoke(notebook) / nbval(notebook), which wait for (or run) them."""
+
+    def __init__(self, base):
+        self.base = base
+        self.pool = ThreadPoolExecutor(max_workers=JOBS, thread_name_prefix="smoke")
+        self.cpu = threading.Semaphore(JOBS)  # held only around a subprocess, never while waiting
+        self.locks = {}
+        self.memo = {}
+        self.guard = threading.Lock()
+
+    def _once(self, key, compute):
+        with self.guard:
+            lock = self.locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self.memo:
+                self.memo[key] = compute()
+            return self.memo[key]
+
+    def _run(self, command, env, timeout):
+        with self.cpu:
+            start = time.monotonic()
+            try:
+                done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+                status, output = done.returncode, done.stdout + done.stderr
+            except subprocess.TimeoutExpired as error:
+                status, output = -1, f"timed out after {timeout} s: {' '.join(command)}\n{error.stdout or ''}{error.stderr or ''}"
+            return status, output, time.monotonic() - start
+
+    def smoke(self, notebook):
+        notebook = Path(notebook)
+
+        def compute():
+            out = self.base / notebook.stem
+            out.mkdir(parents=True, exist_ok=True)
+            command = [sys.executable, "-m", "adapterlab", "regenerate", "--profile", SMOKE, "--fresh", "--out", str(out),
+                       "--only", notebook.stem[:2], "--timeout", str(CELL_TIMEOUT)]
+            env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+            env.pop("ADAPTERLAB_OUT", None)
+            status, output, seconds = self._run(command, env, timeout=1800)
+            return SmokeRun(notebook, out, status, f"$ {' '.join(command)}\n{output}", seconds)
+
+        return self._once(("smoke", notebook), compute)
+
+    def nbval(self, notebook):
+        notebook = Path(notebook)
+
+        def compute():
+            out = self.smoke(notebook).out
+            env = dict(os.environ, ADAPTERLAB_PROFILE=SMOKE, ADAPTERLAB_OUT=str(out), HF_HUB_OFFLINE="1",
+                       PYTHONDONTWRITEBYTECODE="1")
+            env.pop("MPLBACKEND", None)  # the kernel draws inline, as in JupyterLab
+            command = [sys.executable, "-m", "pytest", "--nbval-lax", f"--nbval-cell-timeout={CELL_TIMEOUT}",
+                       "-p", "no:cacheprovider", "-q", "-o", "addopts=", str(notebook)]
+            return self._run(command, env, timeout=1800)
+
+        return self._once(("nbval", notebook), compute)
+
+    def start(self, smoke=(), nbval=()):
+        """Queue the runs this session will need: every smoke run first, then the nbval passes
+        (so a waiting nbval pass never blocks a smoke run that has not started)."""
+        for notebook in smoke:
+            self.pool.submit(self.smoke, notebook)
+        for notebook in nbval:
+            self.pool.submit(self.nbval, notebook)
+
+
+_RUNNER = []
+
+
+@pytest.fixture(scope="session")
+def smoke_runner(request, tmp_path_factory):
+    if not _RUNNER:
+        runner = SmokeRunner(tmp_path_factory.mktemp("smoke"))
+        wanted, nbval = [], []
+        for item in request.session.items:  # what the selected tests will ask for, in order
+            notebook = getattr(item, "callspec", None) and item.callspec.params.get("notebook")
+            if notebook and "smoke_run" in item.fixturenames and notebook not in wanted:
+                wanted.append(notebook)
+            if notebook and item.originalname == NBVAL_TEST and notebook not in nbval:
+                nbval.append(notebook)
+            if item.originalname == "test_html_export_shows_figures":
+                wanted += [nb for nb in NOTEBOOKS if nb not in wanted]
+        runner.start(smoke=wanted, nbval=nbval)
+        _RUNNER.append(runner)
+        request.session.config.add_cleanup(lambda: runner.pool.shutdown(wait=False, cancel_futures=True))
+    return _RUNNER[0]
+
+
+@pytest.fixture(scope="session")
+def smoke_run(smoke_runner):
+    """smoke_run(notebook) -> SmokeRun: the notebook's smoke run (started in the background when the
+    session's first test asked for one)."""
+    return smoke_runner.smoke
+
+
+def require_notebooks():
+    if not NOTEBOOKS:
+        pytest.fail(f"no notebooks named NN_name.ipynb in {ROOT / 'notebooks'}")
+
+
+# ---------------------------------------------------------------- each notebook in the smoke profile
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_notebook_runs_in_smoke_profile(notebook, smoke_run):
+    run = smoke_run(notebook)
+    assert run.status == 0, f"{notebook.name} failed in the smoke profile:\n{run.output}"
+    assert run.executed.exists() and run.executed.with_suffix(".html").exists(), run.output
+
+    expected = EXPECTED.get(notebook.stem[:2], dict(figures=True))
+    figures = run.figures
+    if expected.get("figures"):
+        assert figures, f"{notebook.name} wrote no figure to figures/{SMOKE}/ (save every figure with plots.save_figure)"
+    for figure in figures:
+        assert figure.suffix in (".png", ".svg", ".html", ".pdf"), f"unexpected figure file {figure.name}"
+        assert figure.stat().st_size > 0, f"{figure.name} is empty"
+    if "figure_name" in expected:
+        named = [f.name for f in figures if expected["figure_name"] in f.name]
+        assert named, f"no figure with {expected['figure_name']!r} in its name among {[f.name for f in figures]}"
+
+    if "csv" in expected:
+        check_result_table(run.results / expected["csv"])
+
+
+def check_result_table(path):
+    assert path.exists(), f"{path.name} was not written to data/results/{SMOKE}/"
+    table = pd.read_csv(path)
+    columns = RESULT_COLUMNS[path.name]
+    missing = [c for c in columns if c not in table.columns]
+    assert not missing, f"{path.name} lacks the contract columns {missing} (has {list(table.columns)})"
+    assert len(table), f"{path.name} has no rows"
+    assert table["value"].notna().all(), f"{path.name} has empty values:\n{table[table['value'].isna()]}"
+    for metric, rows in table.groupby("metric"):
+        low, high = metric_range(metric)
+        bad = rows[(rows["value"] < low - 1e-9) | (rows["value"] > high + 1e-9)]
+        assert bad.empty, f"{path.name}: {metric} outside [{low}, {high}]:\n{bad}"
+    if path.name == "layer_removal.csv":  # baseline rows may leave the layers empty
+        spans = table.dropna(subset=["first_layer", "last_layer"])
+        assert (spans["first_layer"] <= spans["last_layer"]).all(), f"first_layer after last_layer:\n{spans}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_notebook_passes_nbval(notebook, smoke_run, smoke_runner):
+    """`pytest --nbval-lax NN_name.ipynb` with ADAPTERLAB_PROFILE=smoke: every cell runs (nothing
+    stored is compared). It writes into the smoke run's directory, reusing its cached results."""
+    status, output, _ = smoke_runner.nbval(notebook)
+    assert status == 0, f"nbval failed on {notebook.name}:\n{output[-8000:]}"
+    assert re.search(r"\d+ passed", output), output[-2000:]
+
+
+@pytest.mark.slow
+def test_html_export_shows_figures(smoke_run):
+    """Every executed notebook has an HTML export beside it; the exports embed the images (data
+    URIs) and never load plotly.js from a CDN."""
+    require_notebooks()
+    embedded = []
+    for notebook in NOTEBOOKS:
+        html_path = smoke_run(notebook).executed.with_suffix(".html")
+        assert html_path.exists(), f"no HTML export of {notebook.name}"
+        html = html_path.read_text(encoding="utf-8")
+        assert "<html" in html.lower()
+        assert not re.search(r"<script[^>]+src=[\"']https?://cdn\.plot\.ly", html), \
+            f"{html_path.name} loads plotly.js from the CDN"
+        if re.search(r"<img[^>]+src=\"data:image/(png|jpeg|svg\+xml)", html) or "Plotly.newPlot" in html:
+            embedded.append(html_path.name)
+    assert embedded, "no HTML export of the smoke run embeds a figure (inline PNG or plotly figure)"
+
+
+# ---------------------------------------------------------------- regenerate itself
+
+def write_notebook(path, *sources, parameters=True):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    if parameters:
+        cells[0].metadata["tags"] = ["parameters"]
+    nb.cells = cells
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def tiny_notebooks(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_notebook(folder / "01_boom.ipynb",
+                   "profile = 'default'\nfresh = False",
+                   "def explode():\n    raise RuntimeError('deliberate failure in cell two')\nexplode()",
+                   "print('never reached')")
+    write_notebook(folder / "02_fine.ipynb",
+                   "profile = 'default'\nfresh = False",
+                   "import os, pathlib\n"
+                   "folder = pathlib.Path(os.environ['ADAPTERLAB_OUT']) / 'data' / 'results' / profile\n"
+                   "folder.mkdir(parents=True, exist_ok=True)\n"
+                   "(folder / 'fine.csv').write_text(f'profile,fresh,cwd\\n{profile},{fresh},{os.getcwd()}\\n')")
+    return folder
+
+
+@pytest.mark.slow
+def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, tmp_path, capsys):
+    out = tmp_path / "out"
+    status = regenerate(profile=SMOKE, out=out, notebooks_dir=tiny_notebooks, fresh=True, jobs=2, progress=False)
+    printed = "\n".join(capsys.readouterr())
+    assert status != 0
+    assert "01_boom.ipynb" in printed and re.search(r"\bcell 2\b", printed), printed
+    assert "deliberate failure in cell two" in printed, printed
+    # the failed copy is kept for inspection, the other notebook ran and wrote its results
+    build = out / "build" / "notebooks" / SMOKE
+    assert (build / "01_boom.ipynb").exists() and (build / "01_boom.html").exists()
+    assert (build / "02_fine.ipynb").exists()
+    written = pd.read_csv(out / "data" / "results" / SMOKE / "fine.csv")
+    assert written.loc[0, "profile"] == SMOKE and bool(written.loc[0, "fresh"]) is True
+    assert Path(written.loc[0, "cwd"]) == tiny_notebooks  # kernels run in notebooks/
+    assert re.search(r"02_fine\s+ok", printed) and re.search(r"01_boom\s+FAILED", printed), printed
+    assert "data/results/smoke/fine.csv" in printed  # the table names the files each notebook wrote
+
+
+def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
+    status = regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "02_fine.ipynb" in printed and "01_boom" not in printed
+    assert "profile='smoke'" in printed and "fresh=False" in printed
+    assert not (tmp_path / "build").exists(), "a dry run must not run or write anything"
+    for only in ("2", "02", "02_fine", "02_fine.ipynb", ["fine"]):
+        regenerate(profile=SMOKE, only=only, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
+        assert "02_fine.ipynb" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"no notebook '09'.*01_boom, 02_fine"):
+        regenerate(profile=SMOKE, only="09", notebooks_dir=tiny_notebooks, dry_run=True)
+    with pytest.raises(ValueError, match="unknown profile"):
+        regenerate(profile="huge", notebooks_dir=tiny_notebooks, dry_run=True)
+
+
+def test_command_line_rejects_unknown_notebook(capsys):
+    from adapterlab.__main__ import main
+
+    require_notebooks()
+    assert main(["regenerate", "--profile", SMOKE, "--only", "99_nope", "--dry-run"]) == 2
+    error = capsys.readouterr().err
+    assert "99_nope" in error and NOTEBOOKS[0].stem in error
+
+
+def test_paper_profile_needs_a_gpu_unless_dry_run(tiny_notebooks, capsys, monkeypatch):
+    import adapterlab.regenerate as module
+
+    monkeypatch.setattr(module, "_cuda_available", lambda: False)
+    assert regenerate(profile="paper", notebooks_dir=tiny_notebooks) == 2
+    error = capsys.readouterr().err
+    assert "GPU" in error and "--dry-run" in error
+
+
+def test_paper_dry_run_lists_planned_runs(capsys):
+    require_notebooks()
+    experiments = importlib.import_module("adapterlab.experiments") if importlib.util.find_spec(
+        "adapterlab.experiments") else None
+    if experiments is None or not hasattr(experiments, "dry_run"):
+        pytest.skip("adapterlab.experiments.dry_run does not exist yet")
+    assert regenerate(profile="paper", dry_run=True) == 0
+    printed = capsys.readouterr().out
+    match = re.search(r"planned training runs: ([\d,]+)", printed)
+    assert match, printed
+    assert int(match.group(1).replace(",", "")) > 0
+    for notebook in NOTEBOOKS:
+        assert notebook.name in printed

@@ -1,0 +1,237 @@
+"""Figure builders and widget explorers on small hand-made tables with the contract columns.
+
+The numbers here are test inputs only (no figure in the repo is drawn from them).
+"""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from adapterlab import plots, widgets  # noqa: E402
+
+L = 4
+
+
+def layer_removal_df(tasks=("t1",), layers=L, as_rows=False):
+    rows = []
+    for t in tasks:
+        for i in range(layers):
+            for j in range(i, layers):
+                rows.append(dict(task=t, first_layer=i, last_layer=j, metric="accuracy",
+                                 value=0.9 - 0.05 * (j - i + 1)))
+        if as_rows:
+            rows.append(dict(task=t, first_layer=np.nan, last_layer=np.nan, metric="accuracy", value=0.9,
+                             kind="no_removal"))
+            rows.append(dict(task=t, first_layer=np.nan, last_layer=np.nan, metric="accuracy", value=0.6,
+                             kind="majority"))
+    df = pd.DataFrame(rows)
+    if not as_rows:
+        df["no_removal"], df["majority"] = 0.9, 0.6
+    return df
+
+
+def init_scale_df(tasks=("t1", "t2"), seeds=(0, 1)):
+    stds = [1e-6, 1e-4, 1e-2, 1.0]
+    return pd.DataFrame([dict(task=t, init_std=s, seed=seed, metric="accuracy", value=0.8 - 0.1 * s + 0.01 * seed)
+                         for t in tasks for s in stds for seed in seeds])
+
+
+def param_performance_df(tasks=("t1",)):
+    spec = [("houlsby", 2, 1_000), ("houlsby", 8, 4_000), ("top-k", 1, 50_000), ("top-k", 2, 100_000),
+            ("layernorm", None, 500), ("full", None, 200_000), ("compacter++", 4, 300)]
+    return pd.DataFrame([dict(task=t, method=m, family=m, size=s, trainable=p, percent=100 * p / 200_000,
+                              metric="accuracy", value=0.8 + 0.01 * np.log10(p), train_seconds=10 + p / 1e4,
+                              peak_memory_mb=500 + p / 1e3, epochs=2)
+                         for t in tasks for m, s, p in spec])
+
+
+def low_resource_df(tasks=("t1",), seeds=(0, 1)):
+    return pd.DataFrame([dict(task=t, method=m, train_size=n, seed=seed, metric="accuracy",
+                              value=0.5 + 0.05 * np.log10(n) + 0.01 * seed)
+                         for t in tasks for m in ("compacter++", "full") for n in (50, 100, 200) for seed in seeds])
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+# --------------------------------------------------------------------------- layer removal
+
+@pytest.mark.parametrize("as_rows", [False, True])
+def test_layer_removal_grid_is_upper_triangular(as_rows):
+    g = plots.layer_removal_grid(layer_removal_df(as_rows=as_rows))
+    assert g.z.shape == (L, L)
+    assert np.isnan(g.z[np.tril_indices(L, -1)]).all()
+    assert np.isfinite(g.z[np.triu_indices(L)]).all()
+    assert g.no_removal == pytest.approx(0.9) and g.majority == pytest.approx(0.6)
+    assert g.all_removed == pytest.approx(0.9 - 0.05 * L)
+    assert g.span(1, 2)[1] == pytest.approx(-0.1)
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_layer_removal_heatmap_static(relative):
+    fig = plots.layer_removal_heatmap(layer_removal_df(), relative=relative, span=(1, 2))
+    ax = fig.axes[0]
+    assert "first layer" in ax.get_ylabel() and "last layer" in ax.get_xlabel()
+    mesh = ax.collections[0].get_array()
+    assert mesh.size == L * L and np.ma.count_masked(mesh) == L * (L - 1) // 2  # below the diagonal
+    assert "majority class" in ax.get_title()
+
+
+def test_layer_removal_heatmap_interactive_with_task_dropdown():
+    fig = plots.layer_removal_heatmap_interactive(layer_removal_df(tasks=("t1", "t2")))
+    assert len(fig.data) == 2 and fig.data[0].visible and not fig.data[1].visible
+    z = np.array(fig.data[0].z, dtype=float)
+    assert z.shape == (L, L) and np.isnan(z[np.tril_indices(L, -1)]).all()
+    assert "customdata" in fig.data[0].hovertemplate
+    labels = [[b.label for b in menu.buttons] for menu in fig.layout.updatemenus]
+    assert ["validation metric", "change vs. no removal"] in labels and ["t1", "t2"] in labels
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert len(fig.layout.shapes) == L + 1  # the diagonal cells + the all-removed cell
+
+
+def test_missing_columns_name_the_problem():
+    with pytest.raises(ValueError, match="first_layer"):
+        plots.layer_removal_heatmap(pd.DataFrame({"task": ["t"], "value": [0.5]}))
+
+
+# --------------------------------------------------------------------------- init scale
+
+def test_init_scale_plot():
+    fig = plots.init_scale_plot(init_scale_df())
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert len(ax.get_lines()) == 2  # one line per task
+    assert "initialisation" in ax.get_xlabel() and "%" in ax.get_ylabel()
+
+
+def test_init_scale_plot_interactive():
+    fig = plots.init_scale_plot_interactive(init_scale_df())
+    assert fig.layout.xaxis.type == "log"
+    named = [t for t in fig.data if t.showlegend is not False and t.visible is not False]
+    assert len(named) == 2
+    assert any(t.fill == "toself" for t in fig.data)  # the seed band
+    assert len(fig.layout.updatemenus) == 2  # log/linear, mean/each seed
+
+
+# --------------------------------------------------------------------------- params vs performance
+
+def test_param_performance_summary_and_plot():
+    df = param_performance_df()
+    s = plots.param_performance_summary(df)
+    assert s.loc[s["method"] == "full", "delta"].iloc[0] == pytest.approx(0.0)
+    fig = plots.param_performance_plot(df)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert len(ax.get_lines()) >= df["family"].nunique()
+    fig = plots.param_performance_plot(df, x="percent", relative=False, families=["houlsby", "full"])
+    assert "%" in fig.axes[0].get_xlabel()
+
+
+def test_param_performance_interactive_and_tradeoff():
+    df = param_performance_df(tasks=("t1", "t2"))
+    fig = plots.param_performance_plot_interactive(df)
+    assert fig.layout.xaxis.type == "log"
+    assert sum(bool(t.visible) for t in fig.data) == df["family"].nunique()  # first task only
+    assert len(fig.layout.updatemenus) == 3  # y, x, task
+    fig = plots.param_performance_tradeoff(df)
+    assert fig.axes[0].get_xscale() == "log"
+    fig = plots.param_performance_tradeoff_interactive(df)
+    assert fig.layout.xaxis.type == "log"
+    sizes = np.concatenate([np.atleast_1d(t.marker.size) for t in fig.data])
+    assert sizes.min() < sizes.max()  # marker size follows peak memory
+
+
+def test_param_performance_table_is_relative_to_full():
+    t = plots.param_performance_table(param_performance_df())
+    full = t[t["family"] == "full"].iloc[0]
+    assert full["time_vs_full_pct"] == pytest.approx(100) and full["memory_vs_full_pct"] == pytest.approx(100)
+    assert "seconds_per_epoch" in t.columns
+    assert (t["memory_vs_full_pct"] <= 100 + 1e-9).all()
+
+
+# --------------------------------------------------------------------------- low resource
+
+def test_low_resource_plot():
+    fig = plots.low_resource_plot(low_resource_df())
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and len(ax.get_lines()) == 2
+    fig = plots.low_resource_plot(low_resource_df(), methods=["full"], sizes=[50, 200])
+    assert len(fig.axes[0].get_lines()) == 1
+
+
+def test_low_resource_plot_interactive():
+    fig = plots.low_resource_plot_interactive(low_resource_df(tasks=("t1", "t2")))
+    assert fig.layout.xaxis.type == "log"
+    assert len(fig.data) == 2 * 2 * 2  # (band + line) per method per task
+    ys = fig.layout.updatemenus[0].buttons[1].args[0]["y"]
+    assert len(ys) == len(fig.data)
+
+
+# --------------------------------------------------------------------------- saving
+
+def test_save_figure_writes_png_and_html_sharing_one_plotly_js(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    png = plots.save_figure(plots.layer_removal_heatmap(layer_removal_df()), "layer_removal_heatmap", "smoke")
+    assert png.name == "layer_removal_heatmap.png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.parent == tmp_path / "figures" / "smoke"
+    pages = [plots.save_figure(plots.layer_removal_heatmap_interactive(layer_removal_df()),
+                               "layer_removal_heatmap", "smoke"),
+             plots.save_figure(plots.low_resource_plot_interactive(low_resource_df()), "low_resource", "smoke")]
+    for page in pages:
+        text = page.read_text()
+        assert page.stat().st_size > 1000
+        assert 'src="plotly.min.js"' in text
+        assert "cdn" not in text.lower() and "https://" not in text.split("<body>")[0].lower()
+    assert len(list(png.parent.glob("*.js"))) == 1  # one shared copy
+    assert (png.parent / "plotly.min.js").stat().st_size > 1_000_000
+
+
+# --------------------------------------------------------------------------- widgets
+
+def test_layer_removal_explorer_reacts_to_the_span():
+    box = widgets.layer_removal_explorer(layer_removal_df(tasks=("t1", "t2")))
+    info = box.children[2]
+    assert "layers 0–3" in info.value
+    first, last = box.children[1].children
+    first.value = 2
+    assert last.min == 2 and "layers 2–3" in info.value
+    box.children[0].children[1].value = True  # relative
+    box.children[0].children[0].value = "t2"
+
+
+def test_init_scale_explorer_trains_an_extra_std_on_click():
+    calls = []
+
+    def train_extra(init_std, task, seed):
+        calls.append((init_std, task, seed))
+        return dict(task=task, init_std=init_std, seed=seed, metric="accuracy", value=0.5)
+
+    box = widgets.init_scale_explorer(init_scale_df(), train_extra=train_extra)
+    assert calls == []  # nothing trains until asked
+    box.children[1].children[-1].click()
+    assert len(calls) == 1 and (box.state["df"]["source"] == "extra").sum() == 1
+    box.children[0].children[0].value = ("t1",)
+
+
+def test_init_scale_explorer_without_callback_has_no_button():
+    box = widgets.init_scale_explorer(init_scale_df(seeds=(0,)))
+    assert not any(getattr(c, "description", "") == "train one extra std" for row in box.children
+                   for c in getattr(row, "children", ()))
+
+
+def test_param_performance_and_low_resource_explorers():
+    box = widgets.param_performance_explorer(param_performance_df(tasks=("t1", "t2")))
+    family_pick, controls = box.children[0].children
+    controls.children[0].value = "compacter"
+    family_pick.value = ("houlsby", "full")
+    controls.children[3].value = "t2"
+    box = widgets.low_resource_explorer(low_resource_df())
+    box.children[0].children[2].value = (50, 100)
+    box.children[0].children[1].value = ("full",)
