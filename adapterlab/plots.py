@@ -16,6 +16,13 @@ DataFrame as experiments.py returns it (columns as in DESIGN.md "Result tables")
     param_performance_table(df)                            Compacter Table 3 (a DataFrame)
     low_resource_plot(df) / low_resource_plot_interactive(df)   Compacter Fig. 4
 
+Helpers the notebooks and widgets share: layer_removal_grid(df, task) (one task's
+L × L matrix + no-removal value + majority baseline), param_performance_summary(df)
+(means over seeds and the difference to full fine-tuning), method_label(method, size).
+Static builders take filters (task/tasks, seeds, families, methods, sizes) so the
+widgets can redraw a selection. Axis labels name the split a family's `value`
+measures (SPLITS; a `split` column overrides it).
+
 Metric values are stored as fractions (accuracy 0.83); figures show them x100,
 as the papers do ("accuracy (%)", "MCC x 100"). Colours come from seaborn's
 colorblind palette (static and interactive alike); heatmaps use viridis, and a
@@ -30,7 +37,6 @@ import plotly.graph_objects as go
 import seaborn as sns
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
-from plotly.subplots import make_subplots
 
 from . import profiles
 
@@ -102,6 +108,27 @@ def _metrics_text(df):
     return "validation metric × 100 (" + ", ".join(_METRIC_NAMES.get(m, m) for m in metrics) + ")"
 
 
+# Which split a family's `value` column measures, as adapterlab.experiments documents it (a `split`
+# column in the table overrides this): spans and init scales are scored on validation, the
+# method comparisons on test (the best-on-validation state, tested once).
+SPLITS = {"layer_removal": "validation", "init_scale": "validation", "param_performance": "test",
+          "low_resource": "test"}
+
+
+def _split(df, family):
+    if "split" in df.columns and df["split"].notna().any():
+        return str(df["split"].dropna().iloc[0])
+    return SPLITS[family]
+
+
+def _majority(rows):
+    """The majority-class score in a table (column `baseline`, `majority` or `majority_baseline`), or None."""
+    for column in ("baseline", "majority", "majority_baseline"):
+        if column in rows.columns and rows[column].notna().any():
+            return float(rows[column].dropna().mean())
+    return None
+
+
 def _check_columns(df, needed, family):
     missing = [c for c in needed if c not in df.columns]
     if missing:
@@ -151,6 +178,14 @@ def _grid(n_panels, width=5.2, height=4.0, max_cols=3):
     return fig, list(axes.flat[:n_panels])
 
 
+def _log_linear_buttons(decades=True):
+    """Buttons switching the x axis between log (ticks at decades) and linear (automatic ticks)."""
+    log = {"xaxis.type": "log", **({"xaxis.dtick": 1} if decades else {})}
+    linear = {"xaxis.type": "linear", **({"xaxis.dtick": None} if decades else {})}
+    return [dict(label="log x", method="relayout", args=[log]),
+            dict(label="linear x", method="relayout", args=[linear])]
+
+
 def _menu(buttons, x, y, direction="down", kind="dropdown", active=0):
     return dict(buttons=buttons, direction=direction, type=kind, x=x, y=y, xanchor="left", yanchor="bottom",
                 showactive=True, active=active, pad=dict(r=4, t=4), bgcolor="white")
@@ -158,9 +193,9 @@ def _menu(buttons, x, y, direction="down", kind="dropdown", active=0):
 
 # --------------------------------------------------------------------------- layer removal
 
-_NO_REMOVAL_COLUMNS = ("no_removal", "no_removal_value", "full_value", "value_full", "value_no_removal",
-                       "all_adapters", "full")
-_MAJORITY_COLUMNS = ("majority", "majority_baseline", "majority_value", "baseline", "value_majority")
+# experiments.layer_removal names them full_value and baseline; the others are accepted too
+_NO_REMOVAL_COLUMNS = ("full_value", "no_removal")
+_MAJORITY_COLUMNS = ("baseline", "majority", "majority_baseline")
 
 
 class LayerRemovalGrid:
@@ -190,25 +225,25 @@ class LayerRemovalGrid:
         return value, (None if self.no_removal is None else value - self.no_removal)
 
 
-def _special(df, mask_rows, columns, kinds):
+def _special(df, columns, kinds):
     """A value given as a column (first non-null of `columns`) or as rows whose span is missing."""
     for c in columns:
         if c in df.columns and df[c].notna().any():
             return float(df[c].dropna().iloc[0])
-    for c in ("kind", "row", "span", "removed", "what"):
-        if c in df.columns:
-            hit = df[df[c].astype(str).str.lower().isin(kinds)]
-            if len(hit):
-                return float(hit["value"].iloc[0])
+    if "kind" in df.columns:
+        hit = df[df["kind"].astype(str).str.lower().isin(kinds)]
+        if len(hit):
+            return float(hit["value"].iloc[0])
     return None
 
 
 def layer_removal_grid(df, task=None):
     """The LayerRemovalGrid of one task (the first one when task is None).
 
-    Accepts the no-removal value and the majority baseline either as columns
-    (`no_removal`/`full_value`, `majority`/`majority_baseline`) or as extra rows
-    marked in a `kind` column (or with missing first/last layer).
+    The no-removal value and the majority-class baseline come from the columns
+    `full_value` and `baseline` (as experiments.layer_removal writes them; also
+    `no_removal`, `majority`), or from extra rows with empty layers whose `kind`
+    column says "no_removal" / "majority".
     """
     _check_columns(df, ["task", "first_layer", "last_layer", "value"], "layer_removal")
     task = _tasks(df, task)[0]
@@ -223,8 +258,8 @@ def layer_removal_grid(df, task=None):
     z = np.full((len(layers), len(layers)), np.nan)
     for row in spans.itertuples():
         z[index[int(row.first_layer)], index[int(row.last_layer)]] = row.value
-    no_removal = _special(d, None, _NO_REMOVAL_COLUMNS, {"none", "no_removal", "no removal", "full", "all_adapters"})
-    majority = _special(d, None, _MAJORITY_COLUMNS, {"majority", "majority_baseline", "baseline"})
+    no_removal = _special(d, _NO_REMOVAL_COLUMNS, {"no_removal", "none", "full"})
+    majority = _special(d, _MAJORITY_COLUMNS, {"majority", "baseline"})
     return LayerRemovalGrid(task, metric, layers, z, no_removal, majority)
 
 
@@ -282,12 +317,15 @@ def layer_removal_heatmap(df, task=None, relative=False, span=None, annotate=Non
     cbar_label = metric_label(g.metric, relative) + (" vs. no removal" if relative else "")
     sns.heatmap(frame, mask=~np.isfinite(z), annot=annotate, fmt=".1f", annot_kws=dict(fontsize=8),
                 square=True, linewidths=0.5, linecolor="white", ax=ax,
-                cbar_kws=dict(label=cbar_label, shrink=0.85, pad=0.16), **norm)
+                cbar_kws=dict(label=cbar_label, shrink=0.85, pad=0.06), **norm)
     cbar = ax.collections[0].colorbar
-    for name, v in lines.items():  # reference lines on the colour bar, named on its left
-        cbar.ax.axhline(v, color="black", lw=1.5, ls="--" if name == "majority class" else "-")
-        y = cbar.ax.transAxes.inverted().transform(cbar.ax.transData.transform((0.5, v)))[1]
-        cbar.ax.text(-0.12, y, name, transform=cbar.ax.transAxes, ha="right", va="center", fontsize=7)
+    handles = []  # reference lines on the colour bar, named in a small key under it
+    for name, v in lines.items():
+        handles.append(cbar.ax.axhline(v, color="black", lw=1.5, ls="--" if name == "majority class" else "-",
+                                       label=name))
+    if handles:
+        cbar.ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.03), fontsize=7,
+                       frameon=False, handlelength=1.8, borderaxespad=0)
     for k in range(n):  # the diagonal: one layer's adapters removed
         ax.add_patch(Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
     ax.add_patch(Rectangle((n - 1, 0), 1, 1, fill=False, edgecolor="black", lw=1.8, ls=(0, (2, 1.5)), hatch="//",
@@ -380,7 +418,7 @@ def layer_removal_heatmap_interactive(df, relative=False):
 # --------------------------------------------------------------------------- init scale
 
 
-def init_scale_plot(df, tasks=None, seeds=None, ax=None, extra=None):
+def init_scale_plot(df, tasks=None, seeds=None, ax=None):
     """Houlsby Fig. 6 (right): validation metric against the adapters' init std (log x).
 
     One line per task (the mean over seeds) with a band from the worst to the
@@ -410,15 +448,17 @@ def init_scale_plot(df, tasks=None, seeds=None, ax=None, extra=None):
             ex = rows[rows["source"] == "extra"]
             ax.scatter(ex["init_std"], ex["value"] * SCALE, s=70, marker="D", facecolor="none",
                        edgecolor=colors[t], lw=1.5, label=f"{t}: trained live")
-        if "majority" in rows and rows["majority"].notna().any():
-            ax.axhline(rows["majority"].dropna().iloc[0] * SCALE, color=colors[t], ls=":", lw=1.2,
-                       label=f"{t}: majority class")
+        majority = _majority(rows)
+        if majority is not None:
+            ax.axhline(majority * SCALE, color=colors[t], ls=":", lw=1.2,
+                       label="majority class" if len(tasks) == 1 else f"{t}: majority class")
     ax.set_xscale("log")
     ax.set_xlabel("standard deviation of the adapter weights at initialisation (log scale)")
-    ax.set_ylabel(f"validation {_metrics_text(d)}")
+    ax.set_ylabel(f"{_split(d, 'init_scale')} {_metrics_text(d)}")
     n_seeds = d["seed"].nunique() if "seed" in d else 1
     spread = f"mean of {n_seeds} seeds, band: min–max" if n_seeds > 1 else "one seed"
-    ax.set_title(f"Houlsby adapters: validation score vs. initial weight scale ({spread})", fontsize=10.5)
+    ax.set_title(f"Houlsby adapters: {_split(d, 'init_scale')} score vs. initial weight scale\n({spread})",
+                 fontsize=10.5)
     ax.grid(True, which="major", alpha=0.35)
     ax.legend(frameon=False, fontsize=8.5)
     fig.tight_layout()
@@ -450,6 +490,14 @@ def _band_traces(x, mean, low, high, color, name, group, hover, customdata, mark
                       line=dict(color=color, width=2.5, dash=dash), marker=dict(size=8, symbol=marker, color=color),
                       customdata=customdata, hovertemplate=hover)
     return [band, line]
+
+
+def _majority_trace(x, majority, color, name, group, visible=True):
+    """A dotted horizontal line at the majority-class score across x."""
+    x = [min(x), max(x)]
+    return go.Scatter(x=x, y=[majority * SCALE] * 2, mode="lines", name=name, legendgroup=group, visible=visible,
+                      line=dict(color=color, dash="dot", width=1.5),
+                      hovertemplate=f"{name}: {majority * SCALE:.2f}<extra></extra>")
 
 
 def _rgba(color, alpha):
@@ -491,6 +539,12 @@ def init_scale_plot_interactive(df):
             fig.add_trace(tr)
             mean_vis.append(True)
             seed_vis.append(False)
+        majority = _majority(rows)
+        if majority is not None:
+            fig.add_trace(_majority_trace(s["init_std"], majority, colors[t],
+                                          "majority class" if len(tasks) == 1 else f"{t}: majority class", t))
+            mean_vis.append(True)
+            seed_vis.append(True)
         if has_seeds:
             for k, (seed, r) in enumerate(rows.sort_values("init_std").groupby("seed")):
                 fig.add_trace(go.Scatter(
@@ -503,19 +557,17 @@ def init_scale_plot_interactive(df):
                 mean_vis.append(False)
                 seed_vis.append(True)
     n_seeds = df["seed"].nunique() if "seed" in df else 1
-    menus = [_menu([dict(label="log x", method="relayout", args=[{"xaxis.type": "log"}]),
-                    dict(label="linear x", method="relayout", args=[{"xaxis.type": "linear"}])],
-                   x=0.0, y=1.02, direction="right", kind="buttons")]
+    menus = [_menu(_log_linear_buttons(), x=0.0, y=1.02, direction="right", kind="buttons")]
     if has_seeds:
         menus.append(_menu([dict(label="mean + seed band", method="restyle", args=[{"visible": mean_vis}]),
                             dict(label="each seed", method="restyle", args=[{"visible": seed_vis}])],
                            x=0.3, y=1.02, direction="right", kind="buttons"))
     spread = f"mean of {n_seeds} seeds, band: min–max" if n_seeds > 1 else "one seed"
     fig.update_layout(
-        title=dict(text=f"Houlsby adapters: validation score vs. initial weight scale<br><sup>{spread}; "
-                        "hover a point for every seed</sup>", x=0.02, y=0.96),
-        xaxis=dict(type="log", title="std of the adapter weights at initialisation", exponentformat="power"),
-        yaxis=dict(title=f"validation {_metrics_text(df)}"),
+        title=dict(text=f"Houlsby adapters: {_split(df, 'init_scale')} score vs. initial weight scale<br><sup>"
+                        f"{spread}; hover a point for every seed</sup>", x=0.02, y=0.96),
+        xaxis=dict(type="log", title="std of the adapter weights at initialisation", exponentformat="power", dtick=1),
+        yaxis=dict(title=f"{_split(df, 'init_scale')} {_metrics_text(df)}"),
         updatemenus=menus, template="plotly_white", height=520, margin=dict(t=120),
         legend=dict(title="task"))
     return fig
@@ -557,7 +609,7 @@ def param_performance_summary(df, task=None):
     d = _with_family(df if task is None else _filter(df, task=task))
     keys = ["task", "family", "method", "size", "label"]
     numeric = [c for c in ("trainable", "percent", "value", "value_minus_full", "train_seconds", "peak_memory_mb",
-                           "epochs", "steps") if c in d.columns]
+                           "epochs", "steps", "seconds_per_epoch", "baseline") if c in d.columns]
     out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
     spread = d.groupby(keys, dropna=False, sort=False)["value"].agg(low="min", high="max", n="count").reset_index()
     out = out.merge(spread, on=keys, how="left")
@@ -587,6 +639,7 @@ def param_performance_plot(df, x="trainable", relative=True, families=None, task
     metric itself; x="percent" uses the percentage of trained parameters.
     Returns the matplotlib Figure.
     """
+    split = _split(df, "param_performance")
     s = param_performance_summary(df)
     if families is not None:
         s = _filter(s, family=families)
@@ -619,7 +672,7 @@ def param_performance_plot(df, x="trainable", relative=True, families=None, task
         ax.set_xscale("log")
         ax.set_xlabel(_AXES[x][0])
         ax.set_ylabel(metric_label(metric, True).replace(" (", " vs. full fine-tuning\n(") if y == "delta"
-                      else "validation " + metric_label(metric))
+                      else f"{split} " + metric_label(metric))
         ax.set_title(t, fontsize=10)
         ax.grid(True, which="major", alpha=0.35)
     handles, labels = axes[0].get_legend_handles_labels()
@@ -632,7 +685,7 @@ def param_performance_plot(df, x="trainable", relative=True, families=None, task
     pairs = sorted(zip(labels, handles), key=lambda p: order.get(p[0], len(order)))
     fig.legend([h for _, h in pairs], [lab for lab, _ in pairs], loc="center left", bbox_to_anchor=(1.0, 0.5),
                frameon=False, fontsize=8.5, title="method family")
-    fig.suptitle("Trainable parameters vs. validation score" +
+    fig.suptitle(f"Trainable parameters vs. {split} score" +
                  (", relative to full fine-tuning" if relative else ""), fontsize=11)
     fig.tight_layout()
     return fig
@@ -642,6 +695,7 @@ def param_performance_plot_interactive(df):
     """Plotly version of param_performance_plot: hover shows method, size, parameters, % trained and
     score; legend clicks hide families; buttons switch the y axis (vs. full fine-tuning / absolute) and
     the x axis (trainable parameters / percent trained); a dropdown picks the task."""
+    split = _split(df, "param_performance")
     s = param_performance_summary(df)
     tasks = _tasks(s)
     fams = list(_with_family(df)["family"])
@@ -664,7 +718,7 @@ def param_performance_plot_interactive(df):
                 text=[lab.split(" ")[-1] if len(r) > 1 else "" for lab in r["label"]], textposition="top right",
                 hovertemplate=(f"<b>%{{customdata[0]}}</b> ({t})<br>trainable parameters %{{customdata[1]:,.0f}}"
                                "<br>%{customdata[2]:.4f} % of the base model<br>"
-                               f"validation {_METRIC_NAMES.get(metric, metric)} %{{customdata[3]:.2f}}{unit}<br>"
+                               f"{split} {_METRIC_NAMES.get(metric, metric)} %{{customdata[3]:.2f}}{unit}<br>"
                                f"vs. full fine-tuning %{{customdata[4]:+.2f}}{dunit}<extra></extra>")))
             per_task.append(k)
             ys["delta"].append((r["delta"] * SCALE).tolist())
@@ -675,10 +729,10 @@ def param_performance_plot_interactive(df):
     full_line = dict(type="line", xref="paper", x0=0, x1=1, y0=0, y1=0, line=dict(color="black", dash="dash", width=1))
     menus = [
         _menu([dict(label="vs. full fine-tuning", method="update",
-                    args=[{"y": ys["delta"]}, {"yaxis.title.text": "validation " + metric_label(metric, True) +
+                    args=[{"y": ys["delta"]}, {"yaxis.title.text": f"{split} " + metric_label(metric, True) +
                                                " vs. full fine-tuning", "shapes": [full_line]}]),
                dict(label="absolute score", method="update",
-                    args=[{"y": ys["value"]}, {"yaxis.title.text": "validation " + metric_label(metric),
+                    args=[{"y": ys["value"]}, {"yaxis.title.text": f"{split} " + metric_label(metric),
                                                "shapes": []}])],
               x=0.0, y=1.02, direction="right", kind="buttons"),
         _menu([dict(label="trainable parameters", method="update",
@@ -691,10 +745,10 @@ def param_performance_plot_interactive(df):
         menus.append(_menu([dict(label=t, method="update", args=[{"visible": [p == k for p in per_task]}])
                             for k, t in enumerate(tasks)], x=0.85, y=1.02))
     fig.update_layout(
-        title=dict(text="Trainable parameters vs. validation score, relative to full fine-tuning<br><sup>"
+        title=dict(text=f"Trainable parameters vs. {split} score, relative to full fine-tuning<br><sup>"
                         "one line per method family; click a legend entry to hide it</sup>", x=0.02, y=0.96),
-        xaxis=dict(type="log", title=_AXES["trainable"][0], exponentformat="power"),
-        yaxis=dict(title="validation " + metric_label(metric, True) + " vs. full fine-tuning"),
+        xaxis=dict(type="log", title=_AXES["trainable"][0], exponentformat="power", dtick=1),
+        yaxis=dict(title=f"{split} " + metric_label(metric, True) + " vs. full fine-tuning"),
         shapes=[full_line], updatemenus=menus, template="plotly_white", height=560,
         margin=dict(t=120), legend=dict(title="method family"))
     return fig
@@ -718,9 +772,10 @@ def _memory_range(mem):
 
 
 def param_performance_tradeoff(df, families=None):
-    """Compacter Fig. 1: percent of parameters trained (log x) against the validation score (the mean
+    """Compacter Fig. 1: percent of parameters trained (log x) against the score (the mean
     over tasks when there are several); marker area grows linearly with peak training memory from the
     smallest to the largest value (the legend gives both ends). Returns the matplotlib Figure."""
+    split = _split(df, "param_performance")
     from matplotlib.lines import Line2D
 
     s = param_performance_summary(df)
@@ -742,8 +797,8 @@ def param_performance_tradeoff(df, families=None):
     ax.set_xlabel(_AXES["percent"][0])
     tasks = _tasks(s)
     task_text = tasks[0] if len(tasks) == 1 else f"mean over {len(tasks)} tasks"
-    ax.set_ylabel(f"validation {_metrics_text(s)}" + ("" if len(tasks) == 1 else ", task mean"))
-    ax.set_title(f"Share of parameters trained vs. validation score ({task_text})\n"
+    ax.set_ylabel(f"{split} {_metrics_text(s)}" + ("" if len(tasks) == 1 else ", task mean"))
+    ax.set_title(f"Share of parameters trained vs. {split} score ({task_text})\n"
                  "marker area: peak memory during training", fontsize=10.5)
     ax.grid(True, which="major", alpha=0.35)
     fams = list(dict.fromkeys(agg["family"]))
@@ -767,6 +822,7 @@ def param_performance_tradeoff(df, families=None):
 def param_performance_tradeoff_interactive(df):
     """Plotly version of param_performance_tradeoff (marker area = peak memory; hover for the numbers;
     buttons for log/linear x)."""
+    split = _split(df, "param_performance")
     s = param_performance_summary(df)
     keys = ["family", "method", "size", "label"]
     agg = s.groupby(keys, dropna=False, sort=False)[["percent", "trainable", "value", "peak_memory_mb",
@@ -785,20 +841,18 @@ def param_performance_tradeoff_interactive(df):
             marker=dict(size=r["marker_px"], sizemode="diameter", color=colors[fam], opacity=0.75,
                         line=dict(color="black", width=0.6)),
             hovertemplate=("<b>%{customdata[0]}</b><br>%{x:.4f} % trained (%{customdata[1]:,.0f} parameters)"
-                           f"<br>validation {_METRIC_NAMES.get(metric, metric)} %{{y:.2f}}{_unit(metric)}"
+                           f"<br>{split} {_METRIC_NAMES.get(metric, metric)} %{{y:.2f}}{_unit(metric)}"
                            "<br>peak memory %{customdata[2]:,.0f} MB<br>training time %{customdata[3]:.1f} s"
                            "<extra></extra>")))
     tasks = _tasks(s)
     task_text = tasks[0] if len(tasks) == 1 else f"mean over {len(tasks)} tasks"
     fig.update_layout(
-        title=dict(text=f"Share of parameters trained vs. validation score ({task_text})<br><sup>"
+        title=dict(text=f"Share of parameters trained vs. {split} score ({task_text})<br><sup>"
                         f"marker area: peak memory during training{_memory_range(mem)}; hover for the numbers"
                         "</sup>", x=0.02, y=0.96),
-        xaxis=dict(type="log", title=_AXES["percent"][0], exponentformat="power"),
-        yaxis=dict(title=f"validation {_metrics_text(s)}"),
-        updatemenus=[_menu([dict(label="log x", method="relayout", args=[{"xaxis.type": "log"}]),
-                            dict(label="linear x", method="relayout", args=[{"xaxis.type": "linear"}])],
-                           x=0.0, y=1.02, direction="right", kind="buttons")],
+        xaxis=dict(type="log", title=_AXES["percent"][0], exponentformat="power", dtick=1),
+        yaxis=dict(title=f"{split} {_metrics_text(s)}"),
+        updatemenus=[_menu(_log_linear_buttons(), x=0.0, y=1.02, direction="right", kind="buttons")],
         template="plotly_white", height=580, margin=dict(t=120), legend=dict(title="method family"))
     return fig
 
@@ -807,16 +861,18 @@ def param_performance_table(df):
     """Compacter Table 3: per method, the share of parameters trained, training time per epoch and peak
     memory, each also relative to full fine-tuning (in %; 100 = as much as full fine-tuning).
 
-    Time per epoch needs an `epochs` column; without one the table reports total training time
-    (`train_seconds`), which compares the same way when every method trains for equally many epochs.
+    Time per epoch comes from a `seconds_per_epoch` column (or train_seconds / `epochs`); without
+    either the table reports total training time (`train_seconds`), which compares the same way when
+    every method trains for equally many epochs.
     """
     s = param_performance_summary(df)
     keys = ["family", "method", "size", "label"]
-    cols = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs") if c in s]
+    cols = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
+                        "seconds_per_epoch") if c in s]
     t = s.groupby(keys, dropna=False, sort=False)[cols].mean().reset_index()
-    time_col = "seconds_per_epoch" if "epochs" in t.columns else "train_seconds"
-    if "epochs" in t.columns:
+    if "seconds_per_epoch" not in t.columns and "epochs" in t.columns:
         t["seconds_per_epoch"] = t["train_seconds"] / t["epochs"]
+    time_col = "seconds_per_epoch" if "seconds_per_epoch" in t.columns else "train_seconds"
     full = t[t["method"] == "full"]
     out = pd.DataFrame({"method": t["label"], "family": t["family"],
                         "trainable": t["trainable"].round().astype("Int64")})
@@ -837,11 +893,12 @@ def param_performance_table(df):
 
 
 def low_resource_plot(df, methods=None, sizes=None, tasks=None):
-    """Compacter Fig. 4: validation metric against the number of training examples (log x).
+    """Compacter Fig. 4: the metric (test split by default) against the number of training examples (log x).
 
     One line per method (mean over seeds) with a min–max seed band; one panel
     per task. `methods`/`sizes`/`tasks` filter. Returns the matplotlib Figure.
     """
+    split = _split(df, "low_resource")
     _check_columns(df, ["task", "method", "train_size", "value"], "low_resource")
     d = _filter(df, method=methods, train_size=sizes, task=tasks)
     tasks = _tasks(d)
@@ -858,20 +915,21 @@ def low_resource_plot(df, methods=None, sizes=None, tasks=None):
             if (r["n"] > 1).any():
                 ax.fill_between(r["train_size"], r["low"] * SCALE, r["high"] * SCALE, color=colors[m], alpha=0.2,
                                 lw=0)
-        if "majority" in rows and rows["majority"].notna().any():
-            ax.axhline(rows["majority"].dropna().iloc[0] * SCALE, color="grey", ls=":", lw=1.2, label="majority class")
+        majority = _majority(rows)
+        if majority is not None:
+            ax.axhline(majority * SCALE, color="grey", ls=":", lw=1.2, label="majority class")
         ax.set_xscale("log")
         sizes_here = sorted(rows["train_size"].unique())
         ax.set_xticks(sizes_here)
         ax.set_xticklabels([f"{int(v):,}" for v in sizes_here])
         ax.minorticks_off()
         ax.set_xlabel("training examples (log scale)")
-        ax.set_ylabel("validation " + metric_label(metric))
+        ax.set_ylabel(f"{split} " + metric_label(metric))
         ax.set_title(t, fontsize=10)
         ax.grid(True, which="major", alpha=0.35)
         ax.legend(frameon=False, fontsize=8.5, title="method")
     spread = f"mean of {n_seeds} seeds, band: min–max" if n_seeds > 1 else "one seed"
-    fig.suptitle(f"Low-resource setting: validation score vs. training set size\n({spread})", fontsize=11)
+    fig.suptitle(f"Low-resource setting: {split} score vs. training set size\n({spread})", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -880,12 +938,13 @@ def low_resource_plot_interactive(df):
     """Plotly version of low_resource_plot: hover gives size, mean, seed range and each seed; buttons switch
     the y axis between the score and its difference to full fine-tuning, and the x axis log/linear; a
     dropdown picks the task."""
+    split = _split(df, "low_resource")
     _check_columns(df, ["task", "method", "train_size", "value"], "low_resource")
     tasks = _tasks(df)
     methods = list(dict.fromkeys(df["method"].astype(str)))
     colors, markers = _colors(methods), _markers(methods, plotly=True)
     fig = go.Figure()
-    owner, y_abs, y_rel, band_abs, band_rel = [], [], [], [], []
+    owner, ys_abs, ys_rel = [], [], []  # per trace: its task, its y for each button
     for k, t in enumerate(tasks):
         rows = df[df["task"].astype(str) == t].assign(method=lambda r: r["method"].astype(str))
         metric = str(rows["metric"].iloc[0]) if "metric" in rows else "value"
@@ -912,23 +971,25 @@ def low_resource_plot_interactive(df):
                                    markers[m], visible=k == 0):
                 fig.add_trace(tr)
                 owner.append(k)
-            band_abs.append(np.concatenate([hi, lo[::-1]]).tolist())
-            band_rel.append(np.concatenate([hi - ref * SCALE, (lo - ref * SCALE)[::-1]]).tolist())
-            y_abs.append(mean.tolist())
-            y_rel.append((mean - ref * SCALE).tolist())
-    ys_abs = [v for pair in zip(band_abs, y_abs) for v in pair]
-    ys_rel = [v for pair in zip(band_rel, y_rel) for v in pair]
+            ys_abs += [np.concatenate([hi, lo[::-1]]).tolist(), mean.tolist()]
+            ys_rel += [np.concatenate([hi - ref * SCALE, (lo - ref * SCALE)[::-1]]).tolist(),
+                       (mean - ref * SCALE).tolist()]
+        majority = _majority(rows)
+        if majority is not None:  # shown with the score, hidden (NaN) when differences are shown
+            fig.add_trace(_majority_trace(rows["train_size"], majority, "grey", "majority class", f"{t}/majority",
+                                          visible=k == 0))
+            owner.append(k)
+            ys_abs.append([majority * SCALE] * 2)
+            ys_rel.append([None, None])
     metric = str(df["metric"].iloc[0]) if "metric" in df else "value"
     menus = [
         _menu([dict(label="score", method="update",
-                    args=[{"y": ys_abs}, {"yaxis.title.text": "validation " + metric_label(metric)}]),
+                    args=[{"y": ys_abs}, {"yaxis.title.text": f"{split} " + metric_label(metric)}]),
                dict(label="minus full fine-tuning", method="update",
-                    args=[{"y": ys_rel}, {"yaxis.title.text": "validation " + metric_label(metric, True)
+                    args=[{"y": ys_rel}, {"yaxis.title.text": f"{split} " + metric_label(metric, True)
                                           + " vs. full fine-tuning"}])],
               x=0.0, y=1.02, direction="right", kind="buttons"),
-        _menu([dict(label="log x", method="relayout", args=[{"xaxis.type": "log"}]),
-               dict(label="linear x", method="relayout", args=[{"xaxis.type": "linear"}])],
-              x=0.45, y=1.02, direction="right", kind="buttons"),
+        _menu(_log_linear_buttons(decades=False), x=0.45, y=1.02, direction="right", kind="buttons"),
     ]
     if len(tasks) > 1:
         menus.append(_menu([dict(label=t, method="update", args=[{"visible": [o == k for o in owner]}])
@@ -937,9 +998,9 @@ def low_resource_plot_interactive(df):
     spread = f"mean of {n_seeds} seeds, band: min–max" if n_seeds > 1 else "one seed"
     sizes = sorted(df["train_size"].unique())
     fig.update_layout(
-        title=dict(text=f"Low-resource setting: validation score vs. training set size<br><sup>{spread}; "
+        title=dict(text=f"Low-resource setting: {split} score vs. training set size<br><sup>{spread}; "
                         "hover a point for every seed</sup>", x=0.02, y=0.96),
         xaxis=dict(type="log", title="training examples", tickvals=sizes, ticktext=[f"{int(v):,}" for v in sizes]),
-        yaxis=dict(title="validation " + metric_label(metric)), updatemenus=menus, template="plotly_white",
+        yaxis=dict(title=f"{split} " + metric_label(metric)), updatemenus=menus, template="plotly_white",
         height=520, margin=dict(t=120), legend=dict(title="method"))
     return fig

@@ -124,12 +124,44 @@ class Outcome:
     results: list = field(default_factory=list)
 
 
+POLL_SECONDS = 1.0
+
+
 def _kernel_manager(log_path, extra_env):
-    """A kernel manager class whose kernels get `extra_env` and write their own stdout/stderr
-    (start-up warnings, C-level messages) to `log_path` instead of our terminal."""
+    """A kernel manager class whose kernels get `extra_env`, write their own stdout/stderr
+    (start-up warnings, C-level messages) to `log_path` instead of our terminal, and whose client
+    re-polls its sockets every POLL_SECONDS.
+
+    The re-polling works around a known hang (jupyter/nbclient#312): after a cell that displays
+    ipywidgets (interactive_output, tqdm bars) the kernel's execute_reply sometimes sits unseen
+    on the shell socket until the cell timeout runs out, with no error. One long poll misses it,
+    a fresh poll finds it at once."""
+    from queue import Empty
+
+    from jupyter_client.asynchronous.client import AsyncKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import Type
+
+    class RepollingChannel(AsyncZMQSocketChannel):
+        async def get_msg(self, timeout=None):
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                step = POLL_SECONDS if deadline is None else max(0.0, min(POLL_SECONDS, deadline - time.monotonic()))
+                try:
+                    return await super().get_msg(timeout=step)
+                except Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+
+    class RepollingClient(AsyncKernelClient):
+        shell_channel_class = Type(RepollingChannel)
+        iopub_channel_class = Type(RepollingChannel)
+        control_channel_class = Type(RepollingChannel)
 
     class LoggedKernelManager(AsyncKernelManager):
+        client_factory = Type(RepollingClient, klass="jupyter_client.asynchronous.AsyncKernelClient")
+
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             env = dict(kw.get("env") or os.environ)
             env.update(extra_env)

@@ -8,8 +8,10 @@ tables"). The same directory is reused for the nbval pass (every cell must run u
 ADAPTERLAB_TEST_JOBS sets how many notebooks run at once (default: 2, or 1 on one core).
 """
 import importlib
+import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -103,6 +105,8 @@ class SmokeRunner:
         self.locks = {}
         self.memo = {}
         self.guard = threading.Lock()
+        self.running = set()
+        self.closed = False
 
     def _once(self, key, compute):
         with self.guard:
@@ -114,13 +118,37 @@ class SmokeRunner:
 
     def _run(self, command, env, timeout):
         with self.cpu:
+            if self.closed:
+                return -1, "not run: the test session ended", 0.0
             start = time.monotonic()
+            # own process group: stopping it also stops the kernel it started
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True, start_new_session=True)
+            self.running.add(process)
             try:
-                done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-                status, output = done.returncode, done.stdout + done.stderr
-            except subprocess.TimeoutExpired as error:
-                status, output = -1, f"timed out after {timeout} s: {' '.join(command)}\n{error.stdout or ''}{error.stderr or ''}"
+                output, _ = process.communicate(timeout=timeout)
+                status = process.returncode
+            except subprocess.TimeoutExpired:
+                self._stop(process)
+                output, _ = process.communicate()
+                status, output = -1, f"timed out after {timeout} s: {' '.join(command)}\n{output}"
+            finally:
+                self.running.discard(process)
             return status, output, time.monotonic() - start
+
+    @staticmethod
+    def _stop(process):
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+    def close(self):
+        """At the end of the session (also after -x or Ctrl-C): drop queued runs, stop running ones."""
+        self.closed = True
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(self.running):
+            self._stop(process)
 
     def smoke(self, notebook):
         notebook = Path(notebook)
@@ -178,7 +206,7 @@ def smoke_runner(request, tmp_path_factory):
                 wanted += [nb for nb in NOTEBOOKS if nb not in wanted]
         runner.start(smoke=wanted, nbval=nbval)
         _RUNNER.append(runner)
-        request.session.config.add_cleanup(lambda: runner.pool.shutdown(wait=False, cancel_futures=True))
+        request.session.config.add_cleanup(runner.close)
     return _RUNNER[0]
 
 
