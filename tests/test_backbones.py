@@ -112,3 +112,14 @@ def test_unreachable_hub_fails_fast(monkeypatch):
     with pytest.raises(BackboneUnavailable, match="cannot be reached.*'default'"):
         load_backbone("t5-base")
     assert time.perf_counter() - start < 5
+
+
+def test_default_backbone_pooler_passes_cls_through_tanh():
+    """all-MiniLM-L6-v2 never trained its BERT pooler; load_backbone makes it tanh(h_CLS)."""
+    import torch
+    from adapterlab.backbones import load_backbone
+    model, _ = load_backbone("default", num_labels=3)
+    dense = model.bert.pooler.dense
+    assert torch.equal(dense.weight, torch.eye(384)) and torch.count_nonzero(dense.bias) == 0
+    h = torch.randn(2, 5, 384)
+    torch.testing.assert_close(model.bert.pooler(h), torch.tanh(h[:, 0]))
