@@ -135,12 +135,14 @@ def _param_performance_plan(p):
     s = p.param_performance
     out = []
     for task in s.get("tasks", p.tasks):
-        for name, args in s["methods"]:
+        for entry in s["methods"]:  # (method, method_args) or (method, method_args, TrainConfig overrides)
+            name, args, own = (*entry, {})[:3]
             for seed in s.get("seeds", (0,)):
                 out.append(_run_config(
                     p, task=task, method=name, method_args=args, backbone=s.get("backbone"),
                     train_size=s.get("train_size", "profile"), lr=_method_lr(p, name), seed=seed,
-                    epochs=_task_epochs(s, task, p.train.get("epochs", 3)), family_train=s.get("train")))
+                    epochs=_task_epochs(s, task, p.train.get("epochs", 3)),
+                    family_train={**(s.get("train") or {}), **own}))
     return out
 
 
@@ -389,8 +391,8 @@ def span_logits(model, batches, device="cpu", cached=True, precision="fp32", pro
     out = {}
     for span, parts in logits.items():
         preds = torch.cat(parts).numpy()
-        out[span] = np.empty_like(preds)
-        out[span][order] = preds
+        out[span] = np.full((len(split), *preds.shape[1:]), np.nan, dtype=preds.dtype)
+        out[span][order] = preds  # rows of the split not in `batches` stay NaN
     return out, labels, L
 
 
@@ -421,14 +423,17 @@ def layer_removal(profile=None, fresh=False, progress=True):
       baseline     majority-class score on those validation examples
       drop         value - full_value (<= 0 when removing hurts)
       n_removed    last_layer - first_layer + 1;  n_layers: blocks in the model
-      backbone, lr, epochs, eval_examples, run_key (the store key of the trained run)
+      backbone, lr, steps, epochs (passes over the train set), eval_examples,
+      run_key (the store key of the trained run)
+    frame.attrs["timings"]: {"cached_seconds", "naive_seconds", "examples"}, all spans evaluated
+    both ways on a small sample of validation batches (time_span_evaluation).
     The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
     """
     p = _profile(profile)
     store, cap = _store(p), eval_size(p, "layer_removal")
     configs = plan(p, "layer_removal")
     records = _run_all(p, "layer_removal", configs, fresh, progress, save=True)
-    rows = []
+    rows, timings = [], []
     for task_name in dict.fromkeys(c.task for c in configs):
         candidates = [r for r in records if r["task"] == task_name]
         best = max(candidates, key=lambda r: r["validation"])
@@ -443,14 +448,20 @@ def layer_removal(profile=None, fresh=False, progress=True):
             return _evaluate_spans(config, checkpoint, cap, progress)
 
         spans = store.get_or_run(span_config, evaluate, family=SPANS_FAMILY, fresh=fresh)
+        if spans.get("timing"):
+            timings.append(spans["timing"])
         for i, j, value in spans["spans"]:
             rows.append(dict(task=task_name, first_layer=i, last_layer=j, metric=spans["metric"], value=value,
                              full_value=spans["full"], baseline=spans["majority"], drop=value - spans["full"],
                              n_removed=j - i + 1, n_layers=spans["layers"], backbone=config.backbone,
-                             lr=config.train.lr, epochs=config.train.epochs,
+                             lr=config.train.lr, steps=best["steps"],
+                             epochs=best["steps"] * config.train.batch_size / best["train_examples"],
                              eval_examples=spans["eval_examples"], run_key=config_key(key)))
     frame = _frame(rows, "layer_removal")
     _write_csv(frame, p, "layer_removal")
+    if timings:  # for the notebook: the cached evaluation against the naive loop, on a sample
+        frame.attrs["timings"] = {k: sum(t[k] for t in timings) for k in ("cached_seconds", "naive_seconds",
+                                                                          "examples")}
     return frame
 
 
@@ -465,12 +476,31 @@ def _evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
     batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)
     scores = layer_removal_scores(model, batches, task, device=device, cached=True,
                                   precision=config.train.precision, progress=progress)
+    seconds = time.perf_counter() - start
     return {
         "metric": scores.metric, "layers": scores.layers, "full": scores.full,
         "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
         "majority": task.majority_baseline("validation")[task.metric],
-        "eval_examples": len(encoded), "eval_seconds": time.perf_counter() - start,
+        "eval_examples": len(encoded), "eval_seconds": seconds,
+        "timing": time_span_evaluation(model, batches, device, config.train.precision),
     }
+
+
+def time_span_evaluation(model, batches, device="auto", precision="fp32", n_batches=2):
+    """Seconds for all spans, cached vs naive, on n_batches mid-length batches of `batches`:
+    {"cached_seconds", "naive_seconds", "examples", "speedup"} (a cheap sample for the notebook)."""
+    device = T.pick_device(device) if isinstance(device, str) else device
+    middle = max(0, len(batches.groups) // 2 - n_batches // 2)
+    sample = task_registry.Batches(batches.split, batches.groups[middle:middle + n_batches], batches.collate)
+    seconds = {}
+    for cached in (True, False):
+        start = time.perf_counter()
+        span_logits(model, sample, device, cached=cached, precision=precision)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds[cached] = time.perf_counter() - start
+    return {"cached_seconds": seconds[True], "naive_seconds": seconds[False],
+            "examples": int(sum(len(g) for g in sample.groups)), "speedup": seconds[False] / seconds[True]}
 
 
 def init_scale(profile=None, fresh=False, progress=True):

@@ -76,6 +76,8 @@ def test_layer_removal_table(smoke):
     assert sorted(zip(df.first_layer, df.last_layer)) == [(0, 0), (0, 1), (1, 1)]
     assert df["n_layers"].eq(n).all() and df["full_value"].nunique() == 1 and df["baseline"].nunique() == 1
     assert np.allclose(df["drop"], df["value"] - df["full_value"])
+    timings = df.attrs["timings"]  # all spans cached vs naive on a sample, for the notebook
+    assert timings["cached_seconds"] > 0 and timings["naive_seconds"] > 0 and timings["examples"] > 0
     # the span evaluation is stored, and the adapter checkpoint sits in the store's folder
     store = ex.ResultStore(smoke["out"] / "data" / "results" / "smoke")
     assert len(store.records(ex.SPANS_FAMILY)) == 1
