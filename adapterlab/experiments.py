@@ -70,9 +70,11 @@ def _store(profile):
     return ResultStore(profiles_module.results_dir(profile))
 
 
-def _method_lr(profile, method_name):
-    """The learning rate of a method in this profile: profile.method_lr[method], else train["lr"]."""
-    return profile.method_lr.get(method_name, profile.train.get("lr", T.TrainConfig.lr))
+def _method_lr(profile, method_name, family_settings=None):
+    """The learning rate of a method in this profile: the family's own "method_lr" (a short budget
+    may need larger steps), else profile.method_lr[method], else train["lr"]."""
+    lrs = {**profile.method_lr, **(family_settings or {}).get("method_lr", {})}
+    return lrs.get(method_name, profile.train.get("lr", T.TrainConfig.lr))
 
 
 def _run_config(profile, *, task, method, method_args=None, backbone=None, train_size="profile",
@@ -140,7 +142,7 @@ def _param_performance_plan(p):
             for seed in s.get("seeds", (0,)):
                 out.append(_run_config(
                     p, task=task, method=name, method_args=args, backbone=s.get("backbone"),
-                    train_size=s.get("train_size", "profile"), lr=_method_lr(p, name), seed=seed,
+                    train_size=s.get("train_size", "profile"), lr=_method_lr(p, name, s), seed=seed,
                     epochs=_task_epochs(s, task, p.train.get("epochs", 3)),
                     family_train={**(s.get("train") or {}), **own}))
     return out
@@ -171,7 +173,7 @@ def _low_resource_plan(p):
                 for seed in s.get("seeds", (0,)):
                     out.append(_run_config(
                         p, task=task, method=name, method_args=args, backbone=s.get("backbone"), train_size=size,
-                        lr=_method_lr(p, name), seed=seed, epochs=epochs, max_steps=max_steps,
+                        lr=_method_lr(p, name, s), seed=seed, epochs=epochs, max_steps=max_steps,
                         eval_every=eval_every, family_train=s.get("train")))
     return out
 

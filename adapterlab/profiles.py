@@ -74,8 +74,9 @@ PROFILES = {
         layer_removal=dict(method_args=dict(bottleneck=64), eval_size=1000, train=dict(max_steps=160, eval_every=40)),
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1),
                         method_args=dict(bottleneck=64), eval_size=300, train=dict(max_steps=48, eval_every=48)),
-        # methods training < 0.5% of the parameters get lr 1e-2: at 1e-3 all of them were still at the
-        # majority class after 64 steps (Compacter, 0.12%, reached 0.78 at 1e-2)
+        # 64 steps is short: methods training < 0.5% of the parameters get lr 1e-2 (at 1e-3 all of them were
+        # still at the majority class after 64 steps; Compacter, 0.12%, reached 0.78 at 1e-2), the larger
+        # adapters 3e-3 (Houlsby m=64 after 64 steps: 0.72 test accuracy at 1e-3, 0.80 at 3e-3)
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=2), dict(lr=1e-2)), ("houlsby", dict(bottleneck=8), dict(lr=1e-2)),
                      ("houlsby", dict(bottleneck=64))]
@@ -83,12 +84,15 @@ PROFILES = {
             + [("layernorm", {}, dict(lr=1e-2)), ("bitfit", {}, dict(lr=1e-2)), ("full", {}), ("pfeiffer", {}),
                ("adapter-lowrank", {}, dict(lr=1e-2)), ("adapterdrop", dict(drop_layers=3)), ("phm", dict(n=4)),
                ("compacter", {}), ("compacter++", {})],
+            method_lr={"houlsby": 3e-3, "pfeiffer": 3e-3, "adapterdrop": 3e-3, "phm": 3e-3},
             seeds=(0,), train=dict(max_steps=64, eval_every=64)),
         # a step budget per size: the paper keeps steps constant (1000/200/100/50/25 epochs); on this budget the
-        # larger subsets get more steps so that 2,000 and 4,000 are not both cut inside their first epoch
-        # (epochs: 8, 2.2, 1.6, 1.1, 0.8)
+        # larger subsets get more steps so that 2,000 and 4,000 are not cut inside their first epoch
+        # (epochs: 12.5, 3.8, 2.5, 1.6, 1.0). Houlsby at 3e-3 for the same reason as above (100 examples,
+        # 25 steps: still the majority class at 1e-3, 0.71 at 3e-3)
         low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),
-                          seeds=(0,), steps={100: 25, 500: 35, 1000: 50, 2000: 70, 4000: 100}, evaluations=1),
+                          method_lr={"houlsby": 3e-3}, seeds=(0,),
+                          steps={100: 50, 500: 60, 1000: 80, 2000: 100, 4000: 120}, evaluations=1),
     ),
     "paper": Profile(
         name="paper",
