@@ -37,6 +37,7 @@ import plotly.graph_objects as go
 import seaborn as sns
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
+from matplotlib.transforms import Bbox
 
 from . import profiles
 
@@ -771,6 +772,42 @@ def _memory_range(mem):
     return f", from {np.nanmin(mem):,.0f} MB (smallest) to {np.nanmax(mem):,.0f} MB (largest)"
 
 
+def _place_labels(ax, points, labels, marker_areas, fontsize=7):
+    """Label each point beside it, at the candidate offset that overlaps the markers and the labels
+    placed before it least (methods with similar budgets crowd together)."""
+    renderer = ax.figure.canvas.get_renderer()
+    px = ax.figure.dpi / 72  # pixels per point
+    taken = []
+    for (x, y), area in zip(points, marker_areas):
+        cx, cy = ax.transData.transform((x, y))
+        r = np.sqrt(area) / 2 * px
+        taken.append(Bbox.from_extents(cx - r, cy - r, cx + r, cy + r))
+
+    def overlap(box):
+        return sum(max(0, min(box.x1, b.x1) - max(box.x0, b.x0)) * max(0, min(box.y1, b.y1) - max(box.y0, b.y0))
+                   for b in taken)
+
+    offsets = [(dx * k, dy * k) for k in (1, 2) for dx, dy in
+               [(7, 4), (7, -10), (-7, 4), (-7, -10), (0, 10), (0, -16), (9, -3), (-9, -3)]]
+    for (x, y), label in zip(points, labels):
+        best = None
+        for dx, dy in offsets:
+            ha = "left" if dx > 0 else "right" if dx < 0 else "center"
+            text = ax.annotate(label, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha,
+                               fontsize=fontsize, zorder=4)
+            box = text.get_window_extent(renderer)
+            cost = overlap(box)
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, text, box)
+            else:
+                text.remove()
+            if cost == 0:
+                break
+        taken.append(best[2])
+
+
 def param_performance_tradeoff(df, families=None):
     """Compacter Fig. 1: percent of parameters trained (log x) against the score (the mean
     over tasks when there are several); marker area grows linearly with peak training memory from the
@@ -790,8 +827,6 @@ def param_performance_tradeoff(df, families=None):
     for k, p in agg.iterrows():
         ax.scatter(p["percent"], p["value"] * SCALE, s=sizes[k], color=colors[p["family"]], alpha=0.75,
                    edgecolor="black", lw=0.6, marker=markers[p["family"]], zorder=3)
-        ax.annotate(p["label"], (p["percent"], p["value"] * SCALE), textcoords="offset points",
-                    xytext=(7, 4 if k % 2 else -9), fontsize=7, zorder=4)
     ax.set_xscale("log")
     ax.margins(x=0.1, y=0.1)
     ax.set_xlabel(_AXES["percent"][0])
@@ -816,6 +851,8 @@ def param_performance_tradeoff(df, families=None):
     ax.legend(handles, labels, frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
               title="method family", labelspacing=1.1, borderpad=1.2)
     fig.tight_layout()
+    # labels last: tight_layout narrows the axes for the legend, which moves the points closer together
+    _place_labels(ax, list(zip(agg["percent"], agg["value"] * SCALE)), list(agg["label"]), list(sizes))
     return fig
 
 
