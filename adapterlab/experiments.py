@@ -356,6 +356,17 @@ def layer_removal_scores(model, batches, task, device="cpu", cached=True, precis
     return SpanScores(scores, full, task.metric, L)
 
 
+def span_block_evaluations(n_layers):
+    """Block forward passes per batch for all spans plus the unablated model: {"cached", "naive"}.
+
+    naive: (L(L+1)/2 spans + 1) full passes of L blocks. cached: L blocks for the states entering
+    each block, then for each start i and end j the disabled block j and the L-1-j enabled blocks
+    above it, i.e. sum over i of (L-i)(L-i+1)/2. For L=6: 62 instead of 132.
+    """
+    L = n_layers
+    return {"cached": L + sum((L - i) * (L - i + 1) // 2 for i in range(L)), "naive": L * (L * (L + 1) // 2 + 1)}
+
+
 @torch.no_grad()
 def span_logits(model, batches, device="cpu", cached=True, precision="fp32", progress=False):
     """({(i, j) or None: logits in the split's order}, labels, L): what layer_removal_scores scores."""

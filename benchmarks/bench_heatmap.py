@@ -54,12 +54,10 @@ def run(examples=256, batch_size=32, rounds=3, warmup=1):
                           "naive": lambda: experiments.span_logits(model, batches, cached=False)},
                          warmup=warmup, rounds=rounds)
     ratio = timing.speed_ratio(r, "cached", "naive")
-    L = n_layers
-    spans = L * (L + 1) // 2
-    block_evals = {"cached": L + sum((L - i) * (L - i + 1) // 2 for i in range(L)),  # 62 for L=6
-                   "naive": (spans + 1) * L}
+    spans = n_layers * (n_layers + 1) // 2
+    block_evals = experiments.span_block_evaluations(n_layers)
     return {
-        "examples": int(len(encoded)), "batch_size": batch_size, "layers": L, "spans": spans,
+        "examples": int(len(encoded)), "batch_size": batch_size, "layers": n_layers, "spans": spans,
         "max_abs_logit_diff_cached_vs_naive": max_diff,
         "max_abs_logit_change_all_removed": changed,
         "block_evaluations_per_batch": block_evals,

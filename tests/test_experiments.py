@@ -16,7 +16,7 @@ from adapterlab import train as T
 from adapterlab.backbones import load_backbone
 from adapterlab.inject import adapt, adapters
 from adapterlab.methods import method
-from adapterlab.tasks import batches, encode, load_task
+from adapterlab.tasks import Batches, batches, encode, load_task
 
 GLUE_DIR = Path(__file__).parent / "fixtures" / "glue"
 SMOKE = profiles.get("smoke")
@@ -156,6 +156,23 @@ def test_cached_and_naive_span_evaluation_agree():
     assert all(a.enabled for a in adapters(model).values())
 
 
+@pytest.mark.parametrize("cached", [True, False])
+def test_span_evaluation_runs_as_many_blocks_as_counted(cached):
+    """span_block_evaluations is what span_logits really does: count the blocks' forward calls."""
+    model, data, _ = _adapted()
+    calls = []
+    hooks = [block.register_forward_hook(lambda *_: calls.append(1)) for block in model.bert.encoder.layer]
+    one_batch = Batches(data.split, data.groups[:1], data.collate)
+    try:
+        ex.span_logits(model, one_batch, "cpu", cached=cached)
+    finally:
+        for h in hooks:
+            h.remove()
+    assert len(calls) == ex.span_block_evaluations(2)["cached" if cached else "naive"]
+    assert ex.span_block_evaluations(2) == {"cached": 6, "naive": 8}
+    assert ex.span_block_evaluations(6) == {"cached": 62, "naive": 132}
+
+
 def test_span_evaluation_refuses_encoder_decoders():
     model, _ = load_backbone("tiny-t5")
     with pytest.raises(ValueError, match="encoder classifier"):
@@ -163,6 +180,18 @@ def test_span_evaluation_refuses_encoder_decoders():
 
 
 # ----------------------------------------------------------------------------- plans
+
+def test_learning_rate_from_the_entry_then_the_family_then_the_profile():
+    smoke = profiles.get("smoke")
+    p = replace(smoke, method_lr={"full": 1e-4}, train={**smoke.train, "lr": 5e-3},
+                param_performance=dict(methods=[("houlsby", {}, dict(lr=1e-2)), ("houlsby", dict(bottleneck=4)),
+                                                ("full", {})], train=dict(max_steps=5)),
+                low_resource=dict(sizes=(10,), methods=("houlsby", "full"), method_lr={"houlsby": 3e-3},
+                                  steps={10: 5}))
+    lrs = {(c.method, c.method_args.get("bottleneck")): c.train.lr for c in ex.plan(p, "param_performance")}
+    assert lrs == {("houlsby", None): 1e-2, ("houlsby", 4): 5e-3, ("full", None): 1e-4}
+    assert {c.method: c.train.lr for c in ex.plan(p, "low_resource")} == {"houlsby": 3e-3, "full": 1e-4}
+
 
 def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))

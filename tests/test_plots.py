@@ -148,6 +148,20 @@ def test_param_performance_interactive_and_tradeoff():
     assert sizes.min() < sizes.max()  # marker size follows peak memory
 
 
+def test_tradeoff_labels_do_not_overlap_when_methods_crowd_together():
+    """Five methods at nearly the same budget and score: each label still gets a free place."""
+    crowd = [("houlsby", 2, 1_000, 0.80), ("houlsby", 8, 1_100, 0.801), ("layernorm", None, 1_050, 0.799),
+             ("compacter++", 4, 1_020, 0.8005), ("top-k", 1, 1_080, 0.7995), ("full", None, 200_000, 0.81)]
+    df = pd.DataFrame([dict(task="t1", method=m, family=m, size=s, trainable=p, percent=100 * p / 200_000,
+                            metric="accuracy", value=v, train_seconds=10, peak_memory_mb=500, epochs=2)
+                       for m, s, p, v in crowd])
+    fig = plots.param_performance_tradeoff(df)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == len(crowd)
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+
+
 def test_param_performance_table_is_relative_to_full():
     t = plots.param_performance_table(param_performance_df())
     full = t[t["family"] == "full"].iloc[0]
