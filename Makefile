@@ -5,14 +5,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test figures figures-fresh lab
+.PHONY: setup test figures figures-fresh lab site
 setup: $(STAMP)
 
-# pyproject.toml is the one list of requirements; a change to it reinstalls.
+# pyproject.toml is the one list of requirements; a change to it reinstalls. The ray extra is for
+# `sweep --executor ray` and its tests.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e '.[ray]'
 	touch $@
 
 test: $(STAMP)
@@ -26,5 +27,10 @@ figures-fresh: $(STAMP)
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/
+
+# the course website, from the default profile's executed notebooks (re-running those that are
+# missing or older than their source, from cached results): build/site/default/html/index.html
+site: $(STAMP)
+	$(PY) -m adapterlab.site --profile default
 
 include benchmarks/Makefile.inc

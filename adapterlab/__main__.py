@@ -1,7 +1,8 @@
-"""Command line: python -m adapterlab {train, regenerate}.
+"""Command line: python -m adapterlab {train, sweep, regenerate}.
 
     python -m adapterlab train --backbone default --task airline --method houlsby \\
         --bottleneck 64 --train-size 2000 --epochs 3 --lr 1e-3 --seed 0 --json
+    python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--out DIR]
 
 Bad arguments print one clear line and exit with status 2, not a traceback.
@@ -60,6 +61,26 @@ def train_command(args):
         print(json.dumps(record))
 
 
+def add_sweep_parser(sub):
+    p = sub.add_parser("sweep", help="train every planned run the result store lacks (locally or on Ray)")
+    p.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
+    p.add_argument("--only", help="comma-separated notebook numbers or family names, e.g. 04,06")
+    p.add_argument("--executor", default="local", choices=["local", "ray"],
+                   help="local: one worker per GPU (one on CPU); ray: one Ray task per run")
+    p.add_argument("--address", help="ray: the cluster to join (auto, or HOST:6379); default: a local one")
+    p.add_argument("--max-parallel", type=int, help="at most this many runs at once")
+    p.add_argument("--retries", type=int, default=2, help="restarts of a run whose worker died")
+
+
+def sweep_command(args):
+    from .sweep import sweep
+
+    if args.address and args.executor != "ray":
+        raise ValueError("--address is for --executor ray")
+    return sweep(args.profile, only=args.only, executor=args.executor, address=args.address,
+                 max_parallel=args.max_parallel, retries=args.retries, progress=sys.stderr.isatty())
+
+
 def add_regenerate_parser(sub):
     p = sub.add_parser("regenerate", help="run the notebooks headless and write figures and results")
     p.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
@@ -82,11 +103,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m adapterlab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     add_train_parser(sub)
+    add_sweep_parser(sub)
     add_regenerate_parser(sub)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        status = train_command(args) if args.command == "train" else regenerate_command(args)
+        commands = {"train": train_command, "sweep": sweep_command, "regenerate": regenerate_command}
+        status = commands[args.command](args)
     except (ValueError, FileNotFoundError) as error:
         # our errors say what is wrong and how to fix it; a traceback would bury that
         print(f"error: {error}", file=sys.stderr)

@@ -48,6 +48,8 @@ COLUMNS = {
                           "train_seconds", "peak_memory_mb"],
     "low_resource": ["task", "method", "train_size", "seed", "metric", "value"],
 }
+# ... and, in every CSV, these columns of the run a row comes from (DESIGN.md "Result tables")
+RUN_COLUMNS = ["seed", "lr", "steps", "final_train_loss", "converged", "baseline"]
 
 # param_performance: which line of the trade-off plot a method belongs to
 METHOD_FAMILY = {"houlsby": "adapters"}
@@ -121,7 +123,8 @@ def _init_scale_plan(p):
     s = p.init_scale
     return [
         _run_config(p, task=task, method="houlsby", method_args={**s.get("method_args", {}), "init_std": std},
-                    lr=_method_lr(p, "houlsby"), seed=seed, family_train=s.get("train"))
+                    lr=_method_lr(p, "houlsby"), seed=seed, epochs=_task_epochs(s, task, p.train.get("epochs", 3)),
+                    family_train=s.get("train"))
         for task in s.get("tasks", p.tasks) for std in s["stds"] for seed in s.get("seeds", (0,))
     ]
 
@@ -133,18 +136,51 @@ def _task_epochs(s, task, default):
     return epochs if epochs is not None else default
 
 
+def choose_lr(records):
+    """The learning rate of the grid run (records at one seed) with the best validation score; the
+    smaller rate on a tie. None while a grid run is missing."""
+    if not records or any(r is None for r in records):
+        return None
+    best = max(records, key=lambda r: (r["validation"], -r["config"]["train"]["lr"]))
+    return best["config"]["train"]["lr"]
+
+
 def _param_performance_plan(p):
+    """The runs of each settings group: s["groups"] (a list of dicts, each overriding the family's
+    settings; the paper plans Houlsby's BERT panels and Compacter's T5 table this way), else s itself."""
     s = p.param_performance
+    groups = [{**{k: v for k, v in s.items() if k != "groups"}, **g} for g in s["groups"]] if "groups" in s else [s]
+    return [config for group in groups for config in _param_performance_group(p, group)]
+
+
+def _param_performance_group(p, s):
+    """Every method entry at each rate of its grid (s["lr_grid"][method], or the entry's own "lrs") with
+    the first seed; then, once those runs are in the store, the other seeds at the rate chosen on
+    validation (choose_lr). Without a grid: the method's one rate (_method_lr) for every seed."""
+    seeds = s.get("seeds", (0,))
+    store = _store(p)
     out = []
     for task in s.get("tasks", p.tasks):
         for entry in s["methods"]:  # (method, method_args) or (method, method_args, TrainConfig overrides)
             name, args, own = (*entry, {})[:3]
-            for seed in s.get("seeds", (0,)):
-                out.append(_run_config(
+            own = dict(own)
+            grid = own.pop("lrs", s.get("lr_grid", {}).get(name))
+
+            def config(lr, seed):
+                return _run_config(
                     p, task=task, method=name, method_args=args, backbone=s.get("backbone"),
-                    train_size=s.get("train_size", "profile"), lr=_method_lr(p, name, s), seed=seed,
+                    train_size=s.get("train_size", "profile"), lr=lr, seed=seed,
                     epochs=_task_epochs(s, task, p.train.get("epochs", 3)),
-                    family_train={**(s.get("train") or {}), **own}))
+                    family_train={**(s.get("train") or {}), **own})
+
+            if not grid:
+                out += [config(_method_lr(p, name, s), seed) for seed in seeds]
+                continue
+            trials = [config(lr, seeds[0]) for lr in grid]
+            out += trials
+            chosen = choose_lr([store.get(run_key(c, p, "param_performance"), "param_performance") for c in trials])
+            if chosen is not None:
+                out += [config(chosen, seed) for seed in seeds[1:]]
     return out
 
 
@@ -183,7 +219,12 @@ _PLANS = {"layer_removal": _layer_removal_plan, "init_scale": _init_scale_plan,
 
 
 def plan(profile=None, family="layer_removal"):
-    """The training runs (train.RunConfig) one figure family needs in a profile, in run order."""
+    """The training runs (train.RunConfig) one figure family needs in a profile, in run order.
+
+    A plan can depend on the store: param_performance lists the extra seeds of a method only once its
+    learning-rate grid runs are stored (the rate is chosen on their validation scores). So: train what
+    plan() lists, then call it again; the plan is complete when it lists no run the store lacks
+    (_run_plan does exactly this)."""
     if family not in _PLANS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     return _PLANS[family](_profile(profile))
@@ -204,6 +245,8 @@ def dry_run(profile=None, families=FAMILIES, verbose=True, file=None):
                 print("  " + describe(c), file=file)
     counts["total"] = sum(counts[f] for f in families)
     print(f"total: {counts['total']} training runs for profile {p.name!r}", file=file)
+    from .sweep import print_plan  # the plan as a table, with its cost in GPU-hours
+    print_plan(p, families, file=file)
     return counts
 
 
@@ -234,7 +277,9 @@ def cap_eval(task, eval_size):
 
 def run_one(config, eval_size=None, device="auto", progress=False, save_to=None, glue_dir=None):
     """train.run's record for one config, with evaluation sets capped at eval_size and, if save_to
-    is given, the trained (best-on-validation) adapter saved there with save_adapter."""
+    is given, the trained (best-on-validation) adapter saved there with save_adapter. run_seconds: the
+    whole run (loading, training, evaluations, test), what a from-scratch regeneration pays for it."""
+    start = time.perf_counter()
     model, tokenizer, task = T.build(config, glue_dir=glue_dir)
     task = cap_eval(task, eval_size)
     pc = count_parameters(model)
@@ -247,7 +292,7 @@ def run_one(config, eval_size=None, device="auto", progress=False, save_to=None,
         "trainable": pc.trainable, "base_total": pc.base_total, "percent": pc.percent, "by_group": pc.by_group,
         "majority": task.majority_baseline("test")[task.metric],
         "majority_validation": task.majority_baseline("validation")[task.metric],
-        **result, "config": config.to_dict(),
+        **result, "run_seconds": time.perf_counter() - start, "config": config.to_dict(),
     }
 
 
@@ -267,6 +312,29 @@ def _run_all(p, family, configs, fresh, progress, save=False):
         records.append(record)
     bar.close()
     return records
+
+
+def _run_plan(p, family, fresh, progress, save=False):
+    """Records of the whole plan of a family, in plan order: train what plan() lists, re-plan, and
+    repeat until it lists nothing new (a plan grows as its first stage is stored)."""
+    done = {}
+    while True:
+        configs = plan(p, family)
+        todo = [c for c in configs if config_key(run_key(c, p, family)) not in done]
+        if not todo:
+            return [done[config_key(run_key(c, p, family))] for c in configs]
+        for c, record in zip(todo, _run_all(p, family, todo, fresh, progress, save)):
+            done[config_key(run_key(c, p, family))] = record
+
+
+def run_columns(record):
+    """The RUN_COLUMNS of a record (baseline: majority class on the split `value` is scored on is
+    set by each family) and its convergence verdict, recomputed from the stored curve by
+    train.convergence, so that every table applies the same rule."""
+    c = record["config"]["train"]
+    verdict = T.convergence(record["curve"], record.get("class_entropy"))
+    return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"], final_train_loss=verdict["final_train_loss"],
+                converged=verdict["converged"])
 
 
 def _write_csv(frame, p, family):
@@ -417,8 +485,9 @@ def _cfg(record):
 
 def _frame(rows, family):
     frame = pd.DataFrame(rows)
-    extra = [c for c in frame.columns if c not in COLUMNS[family]]
-    return frame[COLUMNS[family] + extra] if len(frame) else pd.DataFrame(columns=COLUMNS[family])
+    first = COLUMNS[family] + [c for c in RUN_COLUMNS if c not in COLUMNS[family]]
+    extra = [c for c in frame.columns if c not in first]
+    return frame[first + extra] if len(frame) else pd.DataFrame(columns=first)
 
 
 def layer_removal(profile=None, fresh=False, progress=True):
@@ -445,7 +514,7 @@ def layer_removal(profile=None, fresh=False, progress=True):
     p = _profile(profile)
     store, cap = _store(p), eval_size(p, "layer_removal")
     configs = plan(p, "layer_removal")
-    records = _run_all(p, "layer_removal", configs, fresh, progress, save=True)
+    records = _run_plan(p, "layer_removal", fresh, progress, save=True)
     rows, timings = [], []
     for task_name in dict.fromkeys(c.task for c in configs):
         candidates = [r for r in records if r["task"] == task_name]
@@ -467,7 +536,7 @@ def layer_removal(profile=None, fresh=False, progress=True):
             rows.append(dict(task=task_name, first_layer=i, last_layer=j, metric=spans["metric"], value=value,
                              full_value=spans["full"], baseline=spans["majority"], drop=value - spans["full"],
                              n_removed=j - i + 1, n_layers=spans["layers"], backbone=config.backbone,
-                             lr=config.train.lr, steps=best["steps"],
+                             **run_columns(best),
                              epochs=best["steps"] * config.train.batch_size / best["train_examples"],
                              eval_examples=spans["eval_examples"], run_key=config_key(key)))
     frame = _frame(rows, "layer_removal")
@@ -520,18 +589,18 @@ def init_scale(profile=None, fresh=False, progress=True):
     """Houlsby Fig. 6 right: Houlsby adapters trained from near-identity inits of different std.
 
     One row per (task, init_std, seed). Columns: task, init_std, seed, metric,
-    value (validation metric of the best evaluation), then test, baseline (majority class on
-    validation), bottleneck, steps, train_seconds, backbone.
+    value (validation metric of the best evaluation), the RUN_COLUMNS (baseline: majority class on
+    validation), then test, bottleneck, train_seconds, eval_examples, backbone.
     """
     p = _profile(profile)
-    records = _run_all(p, "init_scale", plan(p, "init_scale"), fresh, progress)
+    records = _run_plan(p, "init_scale", fresh, progress)
     rows = []
     for r in records:
         c = _cfg(r)
-        rows.append(dict(task=r["task"], init_std=c.method_args["init_std"], seed=c.train.seed, metric=r["metric"],
-                         value=r["validation"], test=r["test"], baseline=r.get("majority_validation"),
-                         bottleneck=_method(c).bottleneck, steps=r["steps"], train_seconds=r["train_seconds"],
-                         backbone=r["backbone"]))
+        rows.append(dict(task=r["task"], init_std=c.method_args["init_std"], metric=r["metric"],
+                         value=r["validation"], **run_columns(r), baseline=r.get("majority_validation"),
+                         test=r["test"], bottleneck=_method(c).bottleneck, train_seconds=r["train_seconds"],
+                         eval_examples=eval_size(p, "init_scale"), backbone=r["backbone"]))
     frame = _frame(rows, "init_scale")
     _write_csv(frame, p, "init_scale")
     return frame
@@ -571,62 +640,95 @@ def method_label(config):
     return m.name
 
 
-def param_performance(profile=None, fresh=False, progress=True):
-    """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile, trained once per seed.
+def _entry(config):
+    """What identifies a method entry of param_performance: its config without lr and seed."""
+    d = config.to_dict()
+    d["train"] = {k: v for k, v in d["train"].items() if k not in ("lr", "seed")}
+    return config_key(d)
 
-    One row per (task, method settings, seed). Columns: task, method, size, trainable, percent,
-    metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
-    then: family (the plot line: "adapters" for houlsby, else the method name, e.g. "top-k",
-    "compacter"), label ("houlsby m=64"), seed, validation, value_minus_full (value minus full
-    fine-tuning's on the same task and seed; NaN without a full run), baseline (majority class
-    on test), bottleneck, n, k, steps, epochs_run, seconds_per_epoch, examples_per_second, backbone.
+
+def param_performance(profile=None, fresh=False, progress=True):
+    """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile at the learning rate
+    chosen on validation from its grid (first seed), then trained with every seed at that rate.
+
+    One row per (task, method settings, seed) at the chosen rate. Columns: task, method, size, trainable,
+    percent, metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
+    the RUN_COLUMNS (lr: the chosen rate; baseline: majority class on test), lr_grid (the rates tried,
+    space-separated), then: family (the plot line: "adapters" for houlsby, else the method name, e.g.
+    "top-k", "compacter"), label ("houlsby m=64"), validation, value_minus_full (value minus full
+    fine-tuning's on the same task and seed; NaN without a full run), bottleneck, n, k, epochs_run,
+    seconds_per_epoch, examples_per_second, backbone.
 
     `size`: top-k -> k; phm -> n; houlsby/pfeiffer/adapter-lowrank/adapterdrop/compacter/
     compacter++ -> the adapter size m (bottleneck); full/layernorm/bitfit -> NaN.
     peak_memory_mb is CUDA's max allocated on a GPU, the process RSS on CPU (coarse there).
+    frame.attrs["lr_grid"]: every grid run (task, label, lr, seed, validation, value, final_train_loss,
+    converged, chosen), also written to param_performance_lr_grid.csv.
     """
     p = _profile(profile)
-    records = _run_all(p, "param_performance", plan(p, "param_performance"), fresh, progress)
-    rows = []
+    records = _run_plan(p, "param_performance", fresh, progress)
+    entries = {}  # entry -> its records, in plan order
     for r in records:
-        c, m = _cfg(r), _method(_cfg(r))
-        epochs_run = r["steps"] * c.train.batch_size / r["train_examples"]
-        rows.append(dict(
-            task=r["task"], method=r["method"], size=method_size(c), trainable=r["trainable"], percent=r["percent"],
-            metric=r["metric"], value=r["test"], train_seconds=r["train_seconds"],
-            peak_memory_mb=r["peak_memory_mb"], family=METHOD_FAMILY.get(r["method"], r["method"]),
-            label=method_label(c), seed=c.train.seed, validation=r["validation"], baseline=r["majority"],
-            bottleneck=m.bottleneck if m.has_adapters else None, n=m.n if m.projection == "phm" and m.has_adapters
-            else None, k=m.k if m.trains == "top-k" else None, steps=r["steps"], epochs_run=epochs_run,
-            seconds_per_epoch=r["train_seconds"] / epochs_run, examples_per_second=r["examples_per_second"],
-            backbone=r["backbone"]))
+        entries.setdefault(_entry(_cfg(r)), []).append(r)
+    rows, grid_rows = [], []
+    for runs in entries.values():
+        first_seed = runs[0]["config"]["train"]["seed"]
+        trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
+        chosen = choose_lr(trials)
+        lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
+        for r in trials:
+            grid_rows.append(dict(task=r["task"], label=method_label(_cfg(r)), method=r["method"],
+                                  validation=r["validation"], value=r["test"], **run_columns(r),
+                                  chosen=r["config"]["train"]["lr"] == chosen))
+        for r in runs:
+            if r["config"]["train"]["lr"] == chosen:
+                rows.append(_param_performance_row(r, lr_grid))
     frame = _frame(rows, "param_performance")
     if len(frame):
         full = frame[frame["method"] == "full"].groupby(["task", "seed"])["value"].mean()
         frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
                                      zip(frame["task"], frame["seed"], frame["value"])]
     _write_csv(frame, p, "param_performance")
+    frame.attrs["lr_grid"] = pd.DataFrame(grid_rows)
+    _write_csv(frame.attrs["lr_grid"], p, "param_performance_lr_grid")
     return frame
+
+
+def _param_performance_row(r, lr_grid):
+    c, m = _cfg(r), _method(_cfg(r))
+    epochs_run = r["steps"] * c.train.batch_size / r["train_examples"]
+    return dict(
+        task=r["task"], method=r["method"], size=method_size(c), trainable=r["trainable"], percent=r["percent"],
+        metric=r["metric"], value=r["test"], train_seconds=r["train_seconds"],
+        peak_memory_mb=r["peak_memory_mb"], **run_columns(r), baseline=r["majority"], lr_grid=lr_grid,
+        family=METHOD_FAMILY.get(r["method"], r["method"]), label=method_label(c), validation=r["validation"],
+        bottleneck=m.bottleneck if m.has_adapters else None, n=m.n if m.projection == "phm" and m.has_adapters
+        else None, k=m.k if m.trains == "top-k" else None, epochs_run=epochs_run,
+        seconds_per_epoch=r["train_seconds"] / epochs_run, examples_per_second=r["examples_per_second"],
+        backbone=r["backbone"])
 
 
 def low_resource(profile=None, fresh=False, progress=True):
     """Compacter Fig. 4: methods trained on nested seeded subsets of growing size.
 
     One row per (task, method, train_size, seed). Columns: task, method, train_size, seed, metric,
-    value (test metric of the best-on-validation state), then validation, baseline (majority class
-    on test), label, steps, epochs (passes over the subset), train_seconds, backbone.
+    value (test metric of the state that was best on the periodic validations), the RUN_COLUMNS
+    (baseline: majority class on test), then validation, label, epochs (passes over the subset),
+    examples_seen, evaluations (validations during training), best_step (the step of the state kept),
+    train_seconds, backbone.
     Subsets are nested: with the same seed, the 100 examples are among the 500, and so on.
     """
     p = _profile(profile)
-    records = _run_all(p, "low_resource", plan(p, "low_resource"), fresh, progress)
+    records = _run_plan(p, "low_resource", fresh, progress)
     rows = []
     for r in records:
         c = _cfg(r)
-        rows.append(dict(task=r["task"], method=r["method"], train_size=c.train_size, seed=c.train.seed,
-                         metric=r["metric"], value=r["test"], validation=r["validation"], baseline=r["majority"],
-                         label=method_label(c), steps=r["steps"],
-                         epochs=r["steps"] * c.train.batch_size / r["train_examples"],
-                         train_seconds=r["train_seconds"], backbone=r["backbone"]))
+        best = max(r["curve"], key=lambda point: point["validation"])  # train keeps the first best
+        rows.append(dict(task=r["task"], method=r["method"], train_size=c.train_size, metric=r["metric"],
+                         value=r["test"], **run_columns(r), baseline=r["majority"], validation=r["validation"],
+                         label=method_label(c), epochs=r["steps"] * c.train.batch_size / r["train_examples"],
+                         examples_seen=round(r["examples_per_second"] * r["train_seconds"]), evaluations=len(r["curve"]),
+                         best_step=best["step"], train_seconds=r["train_seconds"], backbone=r["backbone"]))
     frame = _frame(rows, "low_resource")
     _write_csv(frame, p, "low_resource")
     return frame

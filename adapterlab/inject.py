@@ -1,11 +1,18 @@
 """Put adapters into a Hugging Face model, choose what trains, and save/load adapters.
 
 Where an adapter goes is architecture knowledge; it lives in one table
-(ARCHITECTURES) of module paths and nowhere else. An adapter sits on the output
-of a sublayer's output projection -- after the projection, before the residual
-add and LayerNorm -- so we attach it to that nn.Linear as a child module and run
-it from a forward hook. The base model's own modules and parameter names stay
-exactly as they were.
+(ARCHITECTURES) of module paths and nowhere else. An adapter sits at the end of a
+sublayer, before the residual add (and LayerNorm). The table names the module whose
+output the adapter transforms; we attach the adapter to it as a child module and
+run it from a forward hook, so the base model's own modules and parameter names
+stay exactly as they were.
+
+The two papers' code differs on one detail, and we follow each on its own models:
+  BERT family (Houlsby's adapter-bert): the adapter comes after the sublayer's dropout,
+      LN(drop(h) + f(drop(h)) + x), so we hook the dropout module;
+  T5 (Compacter's code): the adapter comes before dropout, x + drop(h + f(h)),
+      so we hook the output projection.
+In eval mode dropout is the identity and the two are the same function.
 """
 import json
 import os
@@ -27,20 +34,25 @@ class ArchSpec:
     """Module paths, relative to `model.base_model`.
 
     stacks:    stack name -> the ModuleList of transformer blocks
-    sublayers: stack name -> {position: output projection inside a block}
+    sublayers: stack name -> {position: module inside a block whose output goes through the adapter}
+    below:     modules under the first block (the embeddings), for train_lower_layernorms=False
     """
 
     stacks: dict
     sublayers: dict
+    below: tuple = ()
 
 
 _BERT = ArchSpec(
     stacks={"encoder": "encoder.layer"},
-    sublayers={"encoder": {"attention": "attention.output.dense", "ffn": "output.dense"}},
+    # adapter-bert modeling.py: dense -> dropout -> adapter -> LayerNorm(+ residual), in both sublayers
+    sublayers={"encoder": {"attention": "attention.output.dropout", "ffn": "output.dropout"}},
+    below=("embeddings",),
 )
 _T5 = ArchSpec(
     stacks={"encoder": "encoder.block", "decoder": "decoder.block"},
-    # decoder layer.1 is cross-attention: the papers put no adapter there
+    # Compacter's modeling_t5.py runs the adapter on the projection's output, then dropout + residual.
+    # Decoder layer.1 is cross-attention: the papers put no adapter there
     sublayers={
         "encoder": {"attention": "layer.0.SelfAttention.o", "ffn": "layer.1.DenseReluDense.wo"},
         "decoder": {"attention": "layer.0.SelfAttention.o", "ffn": "layer.2.DenseReluDense.wo"},
@@ -74,8 +86,8 @@ def blocks(model):
     return out
 
 
-def sublayer_outputs(model):
-    """Yield (stack, block index, position, output projection) for every insertion point."""
+def insertion_points(model):
+    """Yield (stack, block index, position, module whose output the adapter transforms)."""
     spec = arch_spec(model)
     for stack, stack_blocks in blocks(model).items():
         for i, block in enumerate(stack_blocks):
@@ -83,17 +95,23 @@ def sublayer_outputs(model):
                 yield stack, i, position, block.get_submodule(path)
 
 
+def hidden_size(model):
+    """d, the width every adapter maps to itself (BERT: hidden_size, T5: d_model)."""
+    config = model.config
+    return getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
+
+
 def adapters(model):
     """{(stack, block index, position): BottleneckAdapter} for the adapters in the model."""
     return {
-        (stack, i, pos): proj.adapter
-        for stack, i, pos, proj in sublayer_outputs(model)
-        if isinstance(getattr(proj, "adapter", None), BottleneckAdapter)
+        (stack, i, pos): module.adapter
+        for stack, i, pos, module in insertion_points(model)
+        if isinstance(getattr(module, "adapter", None), BottleneckAdapter)
     }
 
 
 def _run_adapter(module, inputs, output):
-    """Forward hook: the sublayer's output goes through its adapter."""
+    """Forward hook: the module's output goes through its adapter."""
     return module.adapter(output)
 
 
@@ -105,9 +123,44 @@ def _make_adapter(cfg, d, rule):
         down = LowRankLinear(d, m, rank=cfg.rank or 1, init_std=std)
         up = LowRankLinear(m, d, rank=cfg.rank or 1, init_std=std)
     else:
-        down = PHMLinear(d, m, cfg.n, rank=cfg.rank, rule=rule, init_std=std)
-        up = PHMLinear(m, d, cfg.n, rank=cfg.rank, rule=rule, init_std=std)
+        phm = dict(rank=cfg.rank, rule=rule, init=cfg.phm_init, init_std=std, rule_std=cfg.phm_init_range)
+        down, up = PHMLinear(d, m, cfg.n, **phm), PHMLinear(m, d, cfg.n, **phm)
     return BottleneckAdapter(d, m, cfg.activation, std, down, up)
+
+
+def lower_modules(model, cfg):
+    """The modules below the first adapted block: the embeddings and the blocks without adapters."""
+    below = [model.base_model.get_submodule(path) for path in arch_spec(model).below]
+    for stack_blocks in blocks(model).values():
+        below += stack_blocks[:cfg.dropped_blocks(len(stack_blocks))]
+    return below
+
+
+def _add_bias_hook(module, inputs, output):
+    return output + module.bias
+
+
+def add_missing_biases(model):
+    """Give every bias-free linear layer and in-block norm a zero bias, as the Compacter paper does for BitFit on T5.
+
+    Hugging Face T5 has no biases. Following the authors' modeling_t5.py (BitFit): the attention
+    projections q, k, v, o (self and cross), the feed-forward wi/wo, the layer norms inside the
+    blocks and the LM head get one; the stacks' final layer norms do not (their code builds them
+    without the BitFit flag, which is what gives Table 1's 0.126%). Zero-initialised, so the model
+    computes the same function. The new parameter is `<module>.bias`: base names are unchanged.
+    nn.Linear (and nn.LayerNorm) add a registered bias themselves; T5LayerNorm gets a forward hook.
+    """
+    in_blocks = {id(m) for stack_blocks in blocks(model).values() for b in stack_blocks for m in b.modules()}
+    for module in list(model.modules()):
+        linear = isinstance(module, nn.Linear)
+        norm = is_layernorm(module) and id(module) in in_blocks
+        if not (linear or norm) or getattr(module, "bias", None) is not None:
+            continue
+        size = module.out_features if linear else module.weight.shape[0]
+        module.bias = nn.Parameter(torch.zeros(size, device=module.weight.device, dtype=module.weight.dtype))
+        module.adapterlab_added_bias = True  # params.py: trained, but not part of the base model
+        if not isinstance(module, (nn.Linear, nn.LayerNorm)):
+            module.register_forward_hook(_add_bias_hook)
 
 
 def head_parameter_names(model):
@@ -133,29 +186,22 @@ def _check(model, cfg):
     stacks = blocks(model)
     if not stacks:
         raise ValueError(f"found no transformer blocks in {type(model).__name__}")
-    if cfg.projection == "phm":
-        for _, _, _, proj in sublayer_outputs(model):
-            if proj.out_features % cfg.n:
-                raise ValueError(
-                    f"{cfg.name}: hidden size {proj.out_features} is not divisible by n={cfg.n}; "
-                    f"choose n dividing both {proj.out_features} and the bottleneck {cfg.bottleneck}"
-                )
-    most = min(len(b) for b in stacks.values())
-    if cfg.has_adapters and cfg.drop_layers >= most:
+    d = hidden_size(model)
+    if cfg.has_adapters and cfg.projection == "phm" and d % cfg.n:
         raise ValueError(
-            f"{cfg.name}: drop_layers={cfg.drop_layers} leaves no adapters in a model with {most} blocks "
+            f"{cfg.name}: hidden size {d} is not divisible by n={cfg.n}; "
+            f"choose n dividing both {d} and the bottleneck {cfg.bottleneck}"
+        )
+    most = min(len(b) for b in stacks.values())
+    dropped = max(cfg.dropped_blocks(len(b)) for b in stacks.values())
+    if cfg.has_adapters and dropped >= most:
+        raise ValueError(
+            f"{cfg.name}: drop_layers={dropped} leaves no adapters in a model with {most} blocks "
             f"per stack; use drop_layers < {most}"
         )
     if cfg.trains == "top-k":
         if cfg.k > most:
             raise ValueError(f"top-k: k={cfg.k} but the model has only {most} blocks per stack; use k <= {most}")
-    if cfg.trains == "bias":
-        head = head_parameter_names(model)
-        if not any(n.endswith("bias") for n, _ in model.named_parameters() if n not in head):
-            raise ValueError(
-                f"bitfit trains the biases, but this {model.config.model_type} model has none "
-                "(T5 uses no biases); choose another method, e.g. layernorm or compacter"
-            )
 
 
 def _set_trainable(model, cfg):
@@ -165,9 +211,11 @@ def _set_trainable(model, cfg):
         for stack_blocks in blocks(model).values():
             for block in stack_blocks[-cfg.k:]:
                 block.requires_grad_(True)
-    if cfg.trains in ("layernorm", "adapters"):
+    if cfg.trains == "layernorm" or (cfg.has_adapters and cfg.train_layernorms):
+        lower = set() if cfg.train_lower_layernorms else {id(m) for low in lower_modules(model, cfg)
+                                                            for m in low.modules()}
         for module in model.modules():
-            if is_layernorm(module):
+            if is_layernorm(module) and id(module) not in lower:
                 module.requires_grad_(True)
     if cfg.trains == "bias":
         for name, p in model.named_parameters():
@@ -188,21 +236,23 @@ def adapt(model, method_or_name, **overrides):
 
     adapt(model, "houlsby", bottleneck=64) or adapt(model, al.method("compacter", n=4)).
     Inserts the method's adapters (if any) and sets requires_grad: adapters,
-    LayerNorms and the head train; everything else is frozen.
+    LayerNorms (unless train_layernorms=False) and the head train; everything else is frozen.
     """
     cfg = method(method_or_name, **overrides)
     _check(model, cfg)
+    if cfg.trains == "bias":
+        add_missing_biases(model)
     if cfg.has_adapters:
+        d, like = hidden_size(model), next(model.parameters())  # new weights: the model's device and dtype
         rule = None
-        for stack, i, position, proj in sublayer_outputs(model):
-            if position not in cfg.positions or i < cfg.drop_layers:
-                continue
-            if cfg.projection == "phm" and cfg.shared_rule and rule is None:
-                rule = make_rule(cfg.n, device=proj.weight.device, dtype=proj.weight.dtype)
-                model.register_parameter(SHARED_RULE_NAME, rule)
-            adapter = _make_adapter(cfg, proj.out_features, rule if cfg.shared_rule else None)
-            proj.adapter = adapter.to(device=proj.weight.device, dtype=proj.weight.dtype)
-            proj.register_forward_hook(_run_adapter)
+        if cfg.projection == "phm" and cfg.shared_rule:
+            rule = make_rule(cfg.n, cfg.phm_init, cfg.phm_init_range, device=like.device, dtype=like.dtype)
+            model.register_parameter(SHARED_RULE_NAME, rule)
+        first = {stack: cfg.dropped_blocks(len(b)) for stack, b in blocks(model).items()}
+        for stack, i, position, module in insertion_points(model):
+            if position in cfg.positions and i >= first[stack]:
+                module.adapter = _make_adapter(cfg, d, rule).to(device=like.device, dtype=like.dtype)
+                module.register_forward_hook(_run_adapter)
     model.adapterlab_method = cfg
     _set_trainable(model, cfg)
     return model
@@ -227,10 +277,9 @@ def adapters_disabled(model, layers=None, stack="encoder"):
 
 def base_fingerprint(model):
     """What an adapter must match to be loaded: architecture, hidden size, blocks per stack."""
-    config = model.config
     return {
-        "model_type": config.model_type,
-        "hidden_size": getattr(config, "hidden_size", None) or getattr(config, "d_model", None),
+        "model_type": model.config.model_type,
+        "hidden_size": hidden_size(model),
         "layers": {stack: len(b) for stack, b in blocks(model).items()},
     }
 
@@ -274,6 +323,26 @@ def _check_shapes(model, tensors):
             )
 
 
+def _check_adapter_names(model, tensors):
+    """Every saved adapter weight must belong under one of this model's insertion points.
+
+    Before issue 12, BERT-family adapters hung off the output projection (`...output.dense.adapter.`);
+    now they sit after its dropout (`...output.dropout.adapter.`). Refuse old checkpoints clearly.
+    """
+    names = {id(m): n for n, m in model.named_modules()}
+    points = {names[id(module)] + ".adapter." for *_, module in insertion_points(model)}
+    stray = sorted(n for n in tensors if ".adapter." in n and not any(n.startswith(pt) for pt in points))
+    if stray:
+        example = next(iter(sorted(points)), "?")
+        raise ValueError(
+            f"saved adapter weights such as {stray[0]!r} sit where this adapterlab puts no adapter "
+            f"(it puts them under e.g. {example!r}). The adapter was probably saved by an older adapterlab, "
+            "which put BERT-family adapters on the output projection, before dropout; now they follow "
+            "adapter-bert and sit after the dropout. Retrain it (or, for evaluation only, rename "
+            "'.dense.adapter.' to '.dropout.adapter.' in the saved names: in eval mode both compute the same)"
+        )
+
+
 def load_adapter(model, path):
     """Load a saved adapter into a base model (adapting it first if needed) or swap it into an adapted one.
 
@@ -300,12 +369,16 @@ def load_adapter(model, path):
         )
     tensors = load_file(path / ADAPTER_WEIGHTS)
     _check_shapes(model, tensors)  # the head, LayerNorms, ...: before adapt(), so a refusal changes nothing
+    _check_adapter_names(model, tensors)
     if current is None:
         adapt(model, cfg)
     params = dict(model.named_parameters())
     missing = sorted(set(tensors) - set(params))
     if missing:
-        raise ValueError(f"saved parameters {missing[:3]} do not exist in this model; was the adapter saved by another adapterlab version?")
+        raise ValueError(
+            f"saved parameters {missing[:3]} do not exist in this model adapted with {cfg.name!r}; "
+            "the adapter was probably saved by another adapterlab version: retrain it with this one"
+        )
     with torch.no_grad():
         for name, tensor in tensors.items():
             params[name].copy_(tensor)

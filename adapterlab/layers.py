@@ -18,6 +18,17 @@ def trunc_normal_(tensor, std):
     return nn.init.trunc_normal_(tensor, mean=0.0, std=std, a=-2 * std, b=2 * std)
 
 
+def glorot_uniform_(tensor):
+    """Glorot (Xavier) uniform with gain sqrt(2): U(-a, a), a = sqrt(2) sqrt(6 / (rows + cols)).
+
+    The Compacter code's initialiser for the PHM factors (seq2seq/hypercomplex/inits.py).
+    """
+    return nn.init.xavier_uniform_(tensor, gain=math.sqrt(2))
+
+
+PHM_INITS = ("compacter", "scaled-factors")
+
+
 class LowRankLinear(nn.Module):
     """A linear map whose weight is a rank-r product u v^T (Adapter-LowRank uses r = 1).
 
@@ -60,13 +71,16 @@ class PHMLinear(nn.Module):
     Parameters: n^3 (own rule) + n (in/n)(out/n) (full B) or n r (in/n + out/n) (rank r) + out (bias).
     """
 
-    def __init__(self, in_features, out_features, n, rank=None, rule=None, bias=True, init_std=1e-2):
+    def __init__(self, in_features, out_features, n, rank=None, rule=None, bias=True, init="compacter",
+                 init_std=1e-2, rule_std=1e-2):
         super().__init__()
         if in_features % n or out_features % n:
             raise ValueError(
                 f"PHMLinear({in_features} -> {out_features}) needs both sizes divisible by n={n}; "
                 f"choose n among the common divisors of {in_features} and {out_features}"
             )
+        if init not in PHM_INITS:
+            raise ValueError(f"unknown PHM init {init!r}; choose one of {PHM_INITS}")
         if rule is not None and tuple(rule.shape) != (n, n, n):
             raise ValueError(f"a PHM rule for n={n} must have shape ({n}, {n}, {n}), got {tuple(rule.shape)}")
         self.in_features, self.out_features, self.n, self.rank = in_features, out_features, n, rank
@@ -79,24 +93,30 @@ class PHMLinear(nn.Module):
             self.s = nn.Parameter(torch.empty(n, p, rank))
             self.t = nn.Parameter(torch.empty(n, rank, q))
         self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
-        self.reset_parameters(init_std)
+        self.reset_parameters(init, init_std, rule_std)
 
-    def reset_parameters(self, init_std):
-        """Scale so that the entries of W have std about init_std (as a dense layer would).
+    def reset_parameters(self, init="compacter", init_std=1e-2, rule_std=1e-2):
+        """Two schemes (PHM_INITS); a shared rule is initialised by whoever made it (make_rule).
 
-        The rule is O(1) ("slow" weights shared by many layers); the B factors carry the
-        small scale: entries of W sum n products A*B, so std(W) = sqrt(n) std(A) std(B).
+        "compacter" (the authors' code, seq2seq/hypercomplex/layers.py): an own rule ~ N(0, rule_std),
+            and every factor matrix s_i, t_i (or B_i) Glorot-uniform on its own shape. The rule is
+            small, so W starts tiny (near-exact identity) and training grows the rule first.
+        "scaled-factors": the rule is O(1) and the factors carry the small scale, so that the
+            entries of W have std about init_std, as a dense adapter's would: W sums n products
+            A*B, so std(W) = sqrt(n) std(A) std(B). init_std means nothing under "compacter".
         """
-        n = self.n
         if self.owns_rule:
-            init_rule_(self.rule)
-        b_std = init_std / math.sqrt(n)
-        if self.rank is None:
-            trunc_normal_(self.B, b_std)
+            init_rule_(self.rule, init, rule_std)
+        factors = [self.B] if self.rank is None else [self.s, self.t]
+        if init == "compacter":
+            for factor in factors:
+                for i in range(self.n):
+                    glorot_uniform_(factor[i])
         else:
-            factor_std = math.sqrt(b_std / math.sqrt(self.rank))
-            trunc_normal_(self.s, factor_std)
-            trunc_normal_(self.t, factor_std)
+            b_std = init_std / math.sqrt(self.n)
+            factor_std = b_std if self.rank is None else math.sqrt(b_std / math.sqrt(self.rank))
+            for factor in factors:
+                trunc_normal_(factor, factor_std)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -151,16 +171,22 @@ class PHMLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, n={self.n}, {rank}, {rule}"
 
 
-def init_rule_(rule):
-    """The PHM rule A: order-one "slow" weights, truncated normal with std 1."""
+def init_rule_(rule, init="compacter", std=1e-2):
+    """The PHM rule A. "compacter": N(0, std), untruncated, as the authors' code draws it;
+    "scaled-factors": order-one "slow" weights, truncated normal with std 1."""
     with torch.no_grad():
-        return trunc_normal_(rule, 1.0)
+        return rule.normal_(0.0, std) if init == "compacter" else trunc_normal_(rule, 1.0)
 
 
-def make_rule(n, device=None, dtype=None):
-    """A fresh rule parameter of shape (n, n, n), to share among PHMLinear layers."""
+def make_rule(n, init="compacter", std=1e-2, device=None, dtype=None):
+    """A fresh rule parameter of shape (n, n, n), to share among PHMLinear layers.
+
+    std: the authors' code default is 1e-2; their Compacter GLUE configs use 1e-4 (phm_init_range).
+    """
+    if init not in PHM_INITS:
+        raise ValueError(f"unknown PHM init {init!r}; choose one of {PHM_INITS}")
     rule = nn.Parameter(torch.empty(n, n, n, device=device, dtype=dtype))
-    init_rule_(rule)
+    init_rule_(rule, init, std)
     return rule
 
 

@@ -4,11 +4,18 @@ A method says two things: which adapters to insert (where, how big, with which
 projections) and which of the model's own parameters to train. `adapt()` in
 inject.py reads a MethodConfig and does both.
 """
+import math
 from dataclasses import asdict, dataclass, fields, replace
+
+from .layers import PHM_INITS  # "compacter", "scaled-factors": see layers.PHMLinear.reset_parameters
 
 TRAINS = ("all", "top-k", "layernorm", "bias", "adapters")
 POSITIONS = ("attention", "ffn")
 PROJECTIONS = ("dense", "lowrank", "phm")
+
+# Compacter's AdapterDrop drops the adapters of the first 5 of T5-base's 12 blocks per stack
+# (their adapters_drop config adapts blocks 5..11); on other depths we keep that fraction.
+ADAPTERDROP_FRACTION = 5 / 12
 
 
 @dataclass(frozen=True)
@@ -16,12 +23,22 @@ class MethodConfig:
     """Everything that defines a method. Presets live in METHODS; override with method(name, **kw).
 
     trains:      which base parameters learn: "all", "top-k" (last k blocks), "layernorm",
-                 "bias", or "adapters" (adapters + LayerNorms; the head always trains)
+                 "bias" (BitFit; bias-free models such as T5 get zero biases first), or "adapters"
+                 (adapters + LayerNorms; the head always trains)
     positions:   sublayers of each block that get an adapter ("attention", "ffn")
     projection:  how the adapter's two projections are built: "dense", "lowrank" (rank-`rank`
                  u v^T) or "phm" (sum of n Kronecker products; B_i rank `rank` or full if None)
     shared_rule: PHM only -- one rule A for the whole model (Compacter) or one per layer
-    drop_layers: no adapters in the first `drop_layers` blocks of each stack (AdapterDrop)
+    phm_init:    PHM only -- "compacter" (the authors' code: rule ~ N(0, phm_init_range), the factors
+                 s_i, t_i or B_i Glorot-uniform) or "scaled-factors" (rule ~ N(0, 1), factors scaled
+                 so that W has entries of std init_std, like a dense adapter's)
+    phm_init_range: std of the rule under phm_init="compacter" (the authors' code default 1e-2;
+                 their Compacter GLUE configs use 1e-4)
+    drop_layers: no adapters in the first `drop_layers` blocks of each stack (AdapterDrop);
+                 None: ADAPTERDROP_FRACTION (5/12) of each stack's blocks, rounded
+    train_layernorms: adapter methods also train the base LayerNorms (both papers: True)
+    train_lower_layernorms: ... including those below the first adapted block (False: the
+                 AdapterDrop paper's setting, so that the backward pass stops at that block)
     """
 
     name: str
@@ -34,12 +51,24 @@ class MethodConfig:
     n: int = 4
     rank: int | None = None
     shared_rule: bool = False
-    drop_layers: int = 0
+    phm_init: str = "compacter"
+    phm_init_range: float = 1e-2
+    drop_layers: int | None = 0
+    train_layernorms: bool = True
+    train_lower_layernorms: bool = True
     k: int | None = None
 
     @property
     def has_adapters(self):
         return self.trains == "adapters"
+
+    def dropped_blocks(self, n_blocks):
+        """How many of a stack's first blocks get no adapter (AdapterDrop)."""
+        if not self.has_adapters:
+            return 0
+        if self.drop_layers is not None:
+            return self.drop_layers
+        return math.floor(ADAPTERDROP_FRACTION * n_blocks + 0.5)  # round half up: 6 blocks -> 3
 
     def __post_init__(self):
         if self.trains not in TRAINS:
@@ -49,15 +78,23 @@ class MethodConfig:
             raise ValueError(f"positions={self.positions!r}: choose a non-empty subset of {POSITIONS}")
         if self.projection not in PROJECTIONS:
             raise ValueError(f"projection={self.projection!r} is not one of {PROJECTIONS}")
+        if self.phm_init not in PHM_INITS:
+            raise ValueError(f"phm_init={self.phm_init!r} is not one of {PHM_INITS}")
         for key in ("bottleneck", "n"):
             if int(getattr(self, key)) < 1:
                 raise ValueError(f"{key} must be a positive integer, got {getattr(self, key)!r}")
         if self.rank is not None and self.rank < 1:
             raise ValueError(f"rank must be a positive integer or None (full), got {self.rank!r}")
-        if self.init_std <= 0:
-            raise ValueError(f"init_std must be > 0, got {self.init_std!r}")
-        if self.drop_layers < 0:
-            raise ValueError(f"drop_layers must be >= 0, got {self.drop_layers!r}")
+        for key in ("init_std", "phm_init_range"):
+            if getattr(self, key) <= 0:
+                raise ValueError(f"{key} must be > 0, got {getattr(self, key)!r}")
+        if self.drop_layers is not None and self.drop_layers < 0:
+            raise ValueError(f"drop_layers must be >= 0 (or None for 5/12 of the blocks), got {self.drop_layers!r}")
+        if not self.has_adapters and not (self.train_layernorms and self.train_lower_layernorms):
+            raise ValueError(
+                f"{self.name}: train_layernorms / train_lower_layernorms apply to adapter methods only "
+                f"(trains='adapters', not {self.trains!r}); leave them at True"
+            )
         if self.trains == "top-k" and (self.k is None or self.k < 0):
             raise ValueError(f"top-k needs k >= 0 (the number of top blocks to train), got k={self.k!r}")
         if self.projection == "phm" and self.bottleneck % self.n:
@@ -78,6 +115,21 @@ class MethodConfig:
         return cls(**d)
 
 
+# Which paper (and which code) each preset follows:
+#   houlsby          Houlsby et al. 2019: adapters after attention and FFN; BERT placement as in
+#                    adapter-bert (after the sublayer's dropout), T5 placement as in Compacter's code
+#   pfeiffer         the Compacter paper's Pfeiffer-Adapter: one adapter per block, after self-attention
+#                    ("keeping the adapter after the self-attention module ... perform[s] the best").
+#                    positions=("ffn",) is AdapterFusion's (Pfeiffer et al. 2021) placement
+#   adapter-lowrank  Compacter paper: each projection a rank-1 product
+#   adapterdrop      Rücklé et al. 2021 as run in the Compacter paper: no adapters in the first 5/12
+#                    of each stack's blocks (5 of T5-base's 12), all LayerNorms trained; set
+#                    train_lower_layernorms=False for the AdapterDrop paper's speed-up
+#   phm, compacter,  Karimi Mahabadi et al. 2021, initialised as their code does (phm_init="compacter";
+#   compacter++      rule std 1e-4 in their Compacter GLUE configs, 1e-2 for PHM's own rules); their
+#                    adapter size is 24. Compacter++ keeps only the adapter after the FFN
+#   bitfit           BitFit (Ben Zaken, Ravfogel et al. 2021): biases + head; on T5 with the biases the
+#                    Compacter paper re-introduces (see inject.add_missing_biases)
 METHODS = {
     m.name: m
     for m in [
@@ -88,13 +140,14 @@ METHODS = {
         MethodConfig("bitfit", trains="bias"),
         # Houlsby et al. 2019 and its variants
         MethodConfig("houlsby"),
-        MethodConfig("pfeiffer", positions=("ffn",)),
+        MethodConfig("pfeiffer", positions=("attention",)),
         MethodConfig("adapter-lowrank", projection="lowrank", rank=1),
-        MethodConfig("adapterdrop", drop_layers=5),
+        MethodConfig("adapterdrop", drop_layers=None),
         # Karimi Mahabadi et al. 2021 (their adapter size is 24)
         MethodConfig("phm", projection="phm", n=4),
-        MethodConfig("compacter", projection="phm", n=4, rank=1, shared_rule=True),
-        MethodConfig("compacter++", projection="phm", n=4, rank=1, shared_rule=True, positions=("ffn",)),
+        MethodConfig("compacter", projection="phm", n=4, rank=1, shared_rule=True, phm_init_range=1e-4),
+        MethodConfig("compacter++", projection="phm", n=4, rank=1, shared_rule=True, phm_init_range=1e-4,
+                     positions=("ffn",)),
     ]
 }
 

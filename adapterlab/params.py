@@ -3,7 +3,8 @@
 The papers compare methods by the share of parameters trained per task. We count
 unique parameters (tied embeddings once), group the trainable ones, and divide by
 the size of the base model before adapt() -- the task head excluded, since every
-method needs one.
+method needs one. Biases that BitFit adds to a bias-free model (T5) are trained
+parameters in the "backbone" (or "layernorm") group, but not part of the base.
 """
 from dataclasses import dataclass, field
 
@@ -35,8 +36,14 @@ class ParameterCount:
         return f"{self.trainable:,} trainable of {self.base_total:,} base ({self.percent:.3f}%): {parts}"
 
 
+def added_bias_names(model):
+    """Biases that inject.add_missing_biases gave the model: not part of the base model."""
+    return {f"{m_name}.bias".lstrip(".") for m_name, m in model.named_modules()
+            if getattr(m, "adapterlab_added_bias", False)}
+
+
 def parameter_groups(model):
-    """{parameter name: group} for every unique parameter; base parameters not trained map to None."""
+    """{parameter name: group} for every unique parameter, trained or not."""
     head = head_parameter_names(model)
     layernorm = {f"{m_name}.{p_name}".lstrip(".") for m_name, m in model.named_modules() if is_layernorm(m)
                  for p_name, _ in m.named_parameters(recurse=False)}
@@ -60,11 +67,12 @@ def count_parameters(model):
     """Trainable parameters by group, and the base model's size (before adapt, head excluded)."""
     groups = parameter_groups(model)
     params = dict(model.named_parameters())
+    added = added_bias_names(model)
     by_group = {g: 0 for g in GROUPS}
     base_total = 0
     for name, group in groups.items():
         p = params[name]
-        if group in ("backbone", "layernorm"):
+        if group in ("backbone", "layernorm") and name not in added:
             base_total += p.numel()
         if p.requires_grad:
             by_group[group] += p.numel()

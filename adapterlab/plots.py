@@ -47,13 +47,15 @@ from . import profiles
 def save_figure(fig, name, profile=None):
     """Write `fig` to figures/<profile>/<name>.png (matplotlib) or .html (plotly); return the path."""
     folder = profiles.figures_dir(profiles.get(profile) if not isinstance(profile, profiles.Profile) else profile)
+    # Same figure -> same bytes, so redrawing from the cache leaves git clean: plotly would draw a random
+    # div id per call, matplotlib stamps its version into the PNG.
     if hasattr(fig, "write_html"):  # plotly
         path = folder / f"{name}.html"
-        fig.write_html(path, include_plotlyjs="directory", full_html=True)
+        fig.write_html(path, include_plotlyjs="directory", full_html=True, div_id=f"figure-{name}")
     else:  # matplotlib Figure (or a seaborn grid, which has .figure)
         figure = getattr(fig, "figure", fig)
         path = folder / f"{name}.png"
-        figure.savefig(path, dpi=150, bbox_inches="tight")
+        figure.savefig(path, dpi=150, bbox_inches="tight", metadata={"Software": None})
     return Path(path)
 
 
@@ -168,6 +170,17 @@ def _seed_summary(df, by, x):
     g = df.groupby([*by, x], sort=True)["value"]
     out = g.agg(mean="mean", low="min", high="max", n="count").reset_index()
     return out.sort_values([*by, x]).reset_index(drop=True)
+
+
+def _mark_unconverged(ax, rows, x, y):
+    """An x over every run (or seed mean) in rows whose `converged` column is false (the rule of
+    adapterlab.train.convergence); one legend entry per axes."""
+    if "converged" not in rows or rows["converged"].astype(bool).all():
+        return
+    bad = rows[~rows["converged"].astype(bool)]
+    named = "not converged" in ax.get_legend_handles_labels()[1]
+    ax.scatter(bad[x], bad[y] * SCALE, marker="x", s=45, color="black", lw=1.3, zorder=5,
+               label="_nolegend_" if named else "not converged")
 
 
 def _grid(n_panels, width=5.2, height=4.0, max_cols=3):
@@ -423,7 +436,7 @@ def init_scale_plot(df, tasks=None, seeds=None, ax=None):
     """Houlsby Fig. 6 (right): validation metric against the adapters' init std (log x).
 
     One line per task (the mean over seeds) with a band from the worst to the
-    best seed; each seed's value as a faint dot. `tasks`/`seeds` filter.
+    best seed; each seed's value as a faint dot, an x on runs that did not converge. `tasks`/`seeds` filter.
     Rows whose `source` column says "extra" (trained live in the widget) are
     drawn as open diamonds. Returns the matplotlib Figure.
     """
@@ -445,6 +458,7 @@ def init_scale_plot(df, tasks=None, seeds=None, ax=None):
         if (s["n"] > 1).any():
             ax.fill_between(s["init_std"], s["low"] * SCALE, s["high"] * SCALE, color=colors[t], alpha=0.2, lw=0)
             ax.scatter(rows["init_std"], rows["value"] * SCALE, s=12, color=colors[t], alpha=0.45, lw=0)
+        _mark_unconverged(ax, rows, "init_std", "value")
         if "source" in rows and (rows["source"] == "extra").any():
             ex = rows[rows["source"] == "extra"]
             ax.scatter(ex["init_std"], ex["value"] * SCALE, s=70, marker="D", facecolor="none",
@@ -605,12 +619,15 @@ def _with_family(df):
 
 def param_performance_summary(df, task=None):
     """One row per (task, family, method, size): means over seeds, plus `delta` = value minus full
-    fine-tuning's (a fraction; NaN when the task has no full fine-tuning run), sorted by parameters."""
+    fine-tuning's (a fraction; NaN when the task has no full fine-tuning run), sorted by parameters.
+    `converged` becomes the share of a setting's seeds that converged."""
     _check_columns(df, ["task", "method", "trainable", "value"], "param_performance")
     d = _with_family(df if task is None else _filter(df, task=task))
+    if "converged" in d.columns:
+        d["converged"] = d["converged"].astype(float)
     keys = ["task", "family", "method", "size", "label"]
     numeric = [c for c in ("trainable", "percent", "value", "value_minus_full", "train_seconds", "peak_memory_mb",
-                           "epochs", "steps", "seconds_per_epoch", "baseline") if c in d.columns]
+                           "epochs", "steps", "seconds_per_epoch", "baseline", "converged") if c in d.columns]
     out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
     spread = d.groupby(keys, dropna=False, sort=False)["value"].agg(low="min", high="max", n="count").reset_index()
     out = out.merge(spread, on=keys, how="left")
@@ -636,7 +653,8 @@ def param_performance_plot(df, x="trainable", relative=True, families=None, task
     """Houlsby Figs. 3/4: trainable parameters (log x) against the metric minus full fine-tuning's.
 
     One line per method family (sizes joined in order of parameters; one-off
-    methods are single markers), one panel per task. relative=False plots the
+    methods are single markers; seed min–max as a vertical bar; an x where a seed did not converge),
+    one panel per task. relative=False plots the
     metric itself; x="percent" uses the percentage of trained parameters.
     Returns the matplotlib Figure.
     """
@@ -661,6 +679,7 @@ def param_performance_plot(df, x="trainable", relative=True, families=None, task
                 lo = (r["low"] - r["value"] + r[y]) * SCALE
                 hi = (r["high"] - r["value"] + r[y]) * SCALE
                 ax.vlines(r[x], lo, hi, color=colors[fam], alpha=0.5)
+            _mark_unconverged(ax, r.assign(converged=r.get("converged", 1.0) == 1), x, y)
             for _, p in r.iterrows():
                 if len(r) > 1 and p["label"] != FAMILY_NAMES.get(fam, fam):
                     ax.annotate(p["label"].split(" ")[-1] if fam not in ("top-k",) else p["label"],
@@ -755,14 +774,13 @@ def param_performance_plot_interactive(df):
     return fig
 
 
-def _memory_sizes(mem, lo=60, hi=520):
+def _memory_sizes(mem, largest=520):
+    """Marker areas (points²) proportional to memory: the largest value gets `largest`, so 1.3x the
+    memory is drawn as 1.3x the area (unknown values: half the largest)."""
     mem = np.asarray(mem, dtype=float)
-    if not np.isfinite(mem).any():
-        return np.full(len(mem), (lo + hi) / 2)
-    a, b = np.nanmin(mem), np.nanmax(mem)
-    if b - a < 1e-9:
-        return np.full(len(mem), (lo + hi) / 2)
-    return lo + (mem - a) / (b - a) * (hi - lo)
+    if not np.isfinite(mem).any() or np.nanmax(mem) <= 0:
+        return np.full(len(mem), largest / 2)
+    return np.where(np.isfinite(mem), mem / np.nanmax(mem) * largest, largest / 2)
 
 
 def _memory_range(mem):
@@ -810,8 +828,8 @@ def _place_labels(ax, points, labels, marker_areas, fontsize=7):
 
 def param_performance_tradeoff(df, families=None):
     """Compacter Fig. 1: percent of parameters trained (log x) against the score (the mean
-    over tasks when there are several); marker area grows linearly with peak training memory from the
-    smallest to the largest value (the legend gives both ends). Returns the matplotlib Figure."""
+    over tasks when there are several); marker area is proportional to peak training memory (the legend
+    draws the smallest and the largest); an x where a seed did not converge. Returns the matplotlib Figure."""
     split = _split(df, "param_performance")
     from matplotlib.lines import Line2D
 
@@ -819,7 +837,8 @@ def param_performance_tradeoff(df, families=None):
     if families is not None:
         s = _filter(s, family=families)
     keys = ["family", "method", "size", "label"]
-    agg = s.groupby(keys, dropna=False, sort=False)[["percent", "value", "peak_memory_mb"]].mean().reset_index()
+    agg = s.groupby(keys, dropna=False, sort=False)[["percent", "value", "peak_memory_mb",
+                                                     *(["converged"] if "converged" in s else [])]].mean().reset_index()
     colors, markers = _colors(_with_family(df)["family"]), _markers(_with_family(df)["family"])
     fig, ax = plt.subplots(figsize=(9, 5.4))
     mem = agg["peak_memory_mb"].astype(float)
@@ -827,6 +846,8 @@ def param_performance_tradeoff(df, families=None):
     for k, p in agg.iterrows():
         ax.scatter(p["percent"], p["value"] * SCALE, s=sizes[k], color=colors[p["family"]], alpha=0.75,
                    edgecolor="black", lw=0.6, marker=markers[p["family"]], zorder=3)
+    if "converged" in agg:
+        _mark_unconverged(ax, agg.assign(converged=agg["converged"] == 1), "percent", "value")
     ax.set_xscale("log")
     ax.margins(x=0.1, y=0.1)
     ax.set_xlabel(_AXES["percent"][0])
@@ -834,7 +855,7 @@ def param_performance_tradeoff(df, families=None):
     task_text = tasks[0] if len(tasks) == 1 else f"mean over {len(tasks)} tasks"
     ax.set_ylabel(f"{split} {_metrics_text(s)}" + ("" if len(tasks) == 1 else ", task mean"))
     ax.set_title(f"Share of parameters trained vs. {split} score ({task_text})\n"
-                 "marker area: peak memory during training", fontsize=10.5)
+                 "marker area proportional to peak memory during training", fontsize=10.5)
     ax.grid(True, which="major", alpha=0.35)
     fams = list(dict.fromkeys(agg["family"]))
     handles = [Line2D([], [], ls="", marker=markers[f], ms=8, mfc=colors[f], mec="black", mew=0.6, alpha=0.75)
@@ -848,6 +869,9 @@ def param_performance_tradeoff(df, families=None):
         labels = [FAMILY_NAMES.get(f, f) for f in fams] + ["peak memory:", f"{lo:,.0f} MB", f"{hi:,.0f} MB"]
     else:
         labels = [FAMILY_NAMES.get(f, f) for f in fams]
+    if "converged" in agg and (agg["converged"] < 1).any():
+        handles.append(Line2D([], [], ls="", marker="x", ms=7, color="black", mew=1.3))
+        labels.append("not converged")
     ax.legend(handles, labels, frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5),
               title="method family", labelspacing=1.1, borderpad=1.2)
     fig.tight_layout()
@@ -885,7 +909,7 @@ def param_performance_tradeoff_interactive(df):
     task_text = tasks[0] if len(tasks) == 1 else f"mean over {len(tasks)} tasks"
     fig.update_layout(
         title=dict(text=f"Share of parameters trained vs. {split} score ({task_text})<br><sup>"
-                        f"marker area: peak memory during training{_memory_range(mem)}; hover for the numbers"
+                        f"marker area proportional to peak memory during training{_memory_range(mem)}; hover for the numbers"
                         "</sup>", x=0.02, y=0.96),
         xaxis=dict(type="log", title=_AXES["percent"][0], exponentformat="power", dtick=1),
         yaxis=dict(title=f"{split} {_metrics_text(s)}"),
@@ -932,8 +956,8 @@ def param_performance_table(df):
 def low_resource_plot(df, methods=None, sizes=None, tasks=None):
     """Compacter Fig. 4: the metric (test split by default) against the number of training examples (log x).
 
-    One line per method (mean over seeds) with a min–max seed band; one panel
-    per task. `methods`/`sizes`/`tasks` filter. Returns the matplotlib Figure.
+    One line per method (mean over seeds) with a min–max seed band, an x on each run that did not
+    converge; one panel per task. `methods`/`sizes`/`tasks` filter. Returns the matplotlib Figure.
     """
     split = _split(df, "low_resource")
     _check_columns(df, ["task", "method", "train_size", "value"], "low_resource")
@@ -952,6 +976,7 @@ def low_resource_plot(df, methods=None, sizes=None, tasks=None):
             if (r["n"] > 1).any():
                 ax.fill_between(r["train_size"], r["low"] * SCALE, r["high"] * SCALE, color=colors[m], alpha=0.2,
                                 lw=0)
+        _mark_unconverged(ax, rows, "train_size", "value")
         majority = _majority(rows)
         if majority is not None:
             ax.axhline(majority * SCALE, color="grey", ls=":", lw=1.2, label="majority class")

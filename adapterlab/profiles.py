@@ -46,14 +46,16 @@ PROFILES = {
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
                       second_task="synthetic"),
         layer_removal=dict(method_args=dict(bottleneck=16)),
-        init_scale=dict(stds=(1e-6, 1e-3, 1.0), seeds=(0,), method_args=dict(bottleneck=16), train=dict(max_steps=20)),
+        # the default protocols in miniature: seeds, a learning-rate grid, periodic validation
+        init_scale=dict(stds=(1e-6, 1e-3, 1.0), seeds=(0, 1), method_args=dict(bottleneck=16),
+                        train=dict(max_steps=20, eval_every=10)),
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=4)), ("houlsby", dict(bottleneck=16)),
                      ("top-k", dict(k=1)), ("layernorm", {}), ("full", {}), ("compacter++", dict(bottleneck=16))],
-            seeds=(0,)),
-        low_resource=dict(sizes=(50, 100, 200), methods=("compacter++", "full"), seeds=(0,),
+            lr_grid={"houlsby": (3e-3, 1e-2)}, seeds=(0, 1), train=dict(eval_every=15)),
+        low_resource=dict(sizes=(50, 100, 200), methods=("compacter++", "full"), seeds=(0, 1),
                           method_args={"compacter++": dict(bottleneck=16)},
-                          steps={50: 10, 100: 15, 200: 20}, evaluations=2),
+                          epochs={50: 4, 100: 2, 200: 1}, evaluations=2),
     ),
     "default": Profile(
         name="default",
@@ -72,62 +74,97 @@ PROFILES = {
                       second_task="synthetic"),
         # one well-trained model; the heatmap is scored on 1,000 validation tweets
         layer_removal=dict(method_args=dict(bottleneck=64), eval_size=1000, train=dict(max_steps=160, eval_every=40)),
-        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1),
-                        method_args=dict(bottleneck=64), eval_size=300, train=dict(max_steps=48, eval_every=48)),
-        # 64 steps is short: methods training < 0.5% of the parameters get lr 1e-2 (at 1e-3 all of them were
-        # still at the majority class after 64 steps; Compacter, 0.12%, reached 0.78 at 1e-2), the larger
-        # adapters 3e-3 (Houlsby m=64 after 64 steps: 0.72 test accuracy at 1e-3, 0.80 at 3e-3)
-        # (method, method_args, TrainConfig overrides); no lr override: the profile's method_lr
+        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 120 steps at lr 3e-3, validated every 60 steps on
+        # 1,000 tweets (one run's standard error ~1.4 points). Calibrated with the `train` command (2,000 tweets,
+        # 120 steps, lr 3e-3, full validation split, ~55 s a run): std 1e-2 converged on both seeds tried
+        # (validation 0.824 / 0.825, final train loss 0.52 / 0.43, class entropy 0.91); std 1e-1 and 1 stayed at
+        # the majority class on every seed; std 1e-5 reached 0.82 on one seed and collapsed on the other. The
+        # previous protocol (48 steps, lr 1e-3) left every std <= 1e-2 at a loss of 0.87-0.91: not yet learning.
+        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
+                        method_args=dict(bottleneck=64), eval_size=1000,
+                        train=dict(max_steps=120, eval_every=60, lr=3e-3)),
+        # Every method for 120 steps (~2 epochs of the 2,000 tweets), validated every 60. Learning rate chosen on
+        # validation (seed 0) from a grid per method, as Houlsby swept {3e-5, 3e-4, 3e-3}; then seed 1 at the
+        # chosen rate (experiments.choose_lr). The grids bracket what short calibration runs (64 steps) found:
+        # 2e-4 for full and top-k (5e-5 too slow); 3e-3 for the larger adapters (Houlsby m=64: 0.72 test accuracy
+        # at 1e-3, 0.80 at 3e-3); 1e-2 for methods training < 0.5% of the weights (all still at the majority
+        # class at 1e-3; Compacter 0.78 at 1e-2, 0.67 at 3e-3); BitFit stayed at the majority class at 1e-2 with
+        # a loss above the class entropy (too large a step), so its grid goes down to 1e-3.
+        # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
         param_performance=dict(
-            methods=[("houlsby", dict(bottleneck=2), dict(lr=1e-2)), ("houlsby", dict(bottleneck=8), dict(lr=1e-2)),
-                     ("houlsby", dict(bottleneck=64), dict(lr=3e-3))]
-            + [("top-k", dict(k=k)) for k in (1, 3)]
-            + [("layernorm", {}, dict(lr=1e-2)), ("bitfit", {}, dict(lr=1e-2)), ("full", {}),
-               ("pfeiffer", {}, dict(lr=3e-3)), ("adapter-lowrank", {}, dict(lr=1e-2)),
-               ("adapterdrop", dict(drop_layers=3), dict(lr=3e-3)), ("phm", dict(n=4), dict(lr=3e-3)),
-               ("compacter", {}), ("compacter++", {})],
-            seeds=(0,), train=dict(max_steps=64, eval_every=64)),
-        # a step budget per size: the paper keeps steps constant (1000/200/100/50/25 epochs); on this budget the
-        # larger subsets get more steps so that 2,000 and 4,000 are not cut inside their first epoch
-        # (epochs: 12.5, 3.8, 2.5, 1.6, 1.0). Houlsby at 3e-3 for the same reason as above (100 examples,
-        # 25 steps: still the majority class at 1e-3, 0.71 at 3e-3)
+            methods=[("houlsby", dict(bottleneck=m), dict(lrs=(3e-3, 1e-2))) for m in (2, 8)]
+            + [("houlsby", dict(bottleneck=64))] + [("top-k", dict(k=k)) for k in (1, 3)]
+            + [("layernorm", {}), ("bitfit", {}), ("full", {}), ("pfeiffer", {}), ("adapter-lowrank", {}),
+               ("adapterdrop", dict(drop_layers=3)), ("phm", dict(n=4)), ("phm", dict(n=8)), ("compacter", {}),
+               ("compacter++", {})],
+            lr_grid={"full": (1e-4, 3e-4), "top-k": (1e-4, 3e-4), "houlsby": (1e-3, 3e-3), "pfeiffer": (1e-3, 3e-3),
+                     "adapterdrop": (1e-3, 3e-3), "phm": (1e-3, 3e-3), "layernorm": (3e-3, 1e-2),
+                     "adapter-lowrank": (3e-3, 1e-2), "compacter": (3e-3, 1e-2), "compacter++": (3e-3, 1e-2),
+                     "bitfit": (1e-3, 3e-3, 1e-2)},
+            seeds=(0, 1), train=dict(max_steps=120, eval_every=60)),
+        # Compacter Fig. 4's protocol scaled by 1/25: the paper's 1000/200/100/50/25 epochs (100k examples seen at
+        # every size) become 40/8/4/2/1 (4,000 examples seen, 125-160 steps); validation 3 times per run on 500
+        # tweets and the best state tested (the paper: every 250 steps, best on validation); 3 seeds, each with
+        # its own nested subsets. Houlsby at 3e-3 (100 examples, 25 steps: still the majority class at 1e-3,
+        # 0.71 at 3e-3)
         low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),
-                          method_lr={"houlsby": 3e-3}, seeds=(0,),
-                          steps={100: 50, 500: 60, 1000: 80, 2000: 100, 4000: 120}, evaluations=1),
+                          method_lr={"houlsby": 3e-3}, seeds=(0, 1, 2),
+                          epochs={100: 40, 500: 8, 1000: 4, 2000: 2, 4000: 1}, evaluations=3),
     ),
+    # The papers' protocols; each setting names the passage it follows (README "The paper profile").
     "paper": Profile(
         name="paper",
         description="the papers' setting: bert-base-uncased on MNLI/CoLA (Houlsby), t5-base on GLUE (Compacter); GPU + hub",
         backbone="bert-base-uncased",
-        tasks=("glue/mnli", "glue/cola"),
-        train=dict(epochs=3, lr=3e-4, batch_size=32, precision="bf16"),
-        # Compacter: lr 3e-3 for adapter methods, 3e-4 for fine-tuning T5 (full, top-k)
-        method_lr={"full": 3e-4, "top-k": 3e-4, **{m: 3e-3 for m in (
-            "layernorm", "bitfit", "houlsby", "pfeiffer", "adapter-lowrank", "adapterdrop", "phm", "compacter",
-            "compacter++")}},
+        # Houlsby Figs. 4 and 6 plot validation *accuracy* for CoLA as for MNLI-m (GLUE's CoLA metric is MCC,
+        # still recorded); ":accuracy" also makes accuracy the metric that picks the best state on validation
+        tasks=("glue/mnli", "glue/cola:accuracy"),
+        # Houlsby §3.1: Adam, batch 32, linear warm-up over the first 10% of steps then linear decay
+        train=dict(epochs=3, lr=3e-4, batch_size=32, warmup=0.1, precision="bf16"),
+        # Compacter's released configs (rabeehk/compacter seq2seq/configs/*.json), the rates its sweep over
+        # {3e-5, 3e-4, 3e-3, 3e-2, 3e-1} picked (Table 5): 3e-4 for T5 fine-tuning, Adapter, Pfeiffer-Adapter,
+        # AdapterDrop and BitFit; 3e-3 for Adapter-LowRank, PHM-Adapter, Compacter and Compacter++
+        method_lr={**{m: 3e-4 for m in ("full", "top-k", "houlsby", "pfeiffer", "adapterdrop", "bitfit")},
+                   **{m: 3e-3 for m in ("layernorm", "adapter-lowrank", "phm", "compacter", "compacter++")}},
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"),
                       second_task="glue/sst2"),
-        # Houlsby: adapter size 64, lr in {1e-4, 3e-4, 1e-3, 3e-3}, epochs in {3, 20}; best on validation
-        layer_removal=dict(method_args=dict(bottleneck=64), lrs=(1e-4, 3e-4, 1e-3, 3e-3), epochs=(3, 20)),
+        # Houlsby Fig. 6 left/centre (BERT-base, adapter size 64) after its GLUE protocol: lr {3e-5, 3e-4, 3e-3}
+        # x epochs {3, 20}, the best on validation is the model whose adapters are removed
+        layer_removal=dict(method_args=dict(bottleneck=64), lrs=(3e-5, 3e-4, 3e-3), epochs=(3, 20)),
+        # Houlsby Fig. 6 right: init std 1e-7 .. 1 at size 64; one point of the grid above (lr 3e-4; 3 epochs
+        # on MNLI's 393k examples, 20 on CoLA's 8.5k), 3 seeds for the spread
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
-                        method_args=dict(bottleneck=64), train=dict(lr=3e-4)),
-        param_performance=dict(
-            backbone="t5-base", tasks=GLUE_TASKS,
-            # Compacter: 3 epochs on the large GLUE tasks, 20 on the small ones
-            epochs={"glue/cola": 20, "glue/mrpc": 20, "glue/stsb": 20, "glue/rte": 20, "default": 3},
-            methods=[("houlsby", dict(bottleneck=m)) for m in (2, 8, 32, 64, 256)]
-            + [("top-k", dict(k=k)) for k in (1, 2, 3, 6, 9, 12)]
-            + [("layernorm", {}), ("full", {}), ("pfeiffer", dict(bottleneck=24)),
-               ("adapter-lowrank", dict(bottleneck=24)), ("adapterdrop", dict(bottleneck=24)),
-               ("phm", dict(n=4, bottleneck=24)), ("phm", dict(n=8, bottleneck=24)),
-               ("compacter", dict(n=4, bottleneck=24)), ("compacter++", dict(n=4, bottleneck=24))],
-            seeds=(0,)),
-        # Compacter Fig. 4: sizes 100..4000 with 1000/200/100/50/25 epochs (the same number of steps for
-        # every size); sizes larger than a task's train split (RTE, MRPC at 4000) are left out
+                        method_args=dict(bottleneck=64), epochs={"glue/mnli": 3, "default": 20}, train=dict(lr=3e-4)),
+        param_performance=dict(groups=[
+            # Houlsby Fig. 4 (BERT-base, MNLI-m and CoLA, validation accuracy): adapters of size 2..256, top-k
+            # fine-tuning k = 1..12, LayerNorm only, full fine-tuning; each at the lr of {3e-5, 3e-4, 3e-3} best
+            # on validation. Epochs: 3 on MNLI, 20 on CoLA (one of Houlsby's {3, 20} each, not both: MNLI at 20
+            # epochs would be ~7x the cost of this whole family)
+            dict(backbone="bert-base-uncased", tasks=("glue/mnli", "glue/cola:accuracy"),
+                 epochs={"glue/mnli": 3, "default": 20},
+                 methods=[("houlsby", dict(bottleneck=m)) for m in (2, 4, 8, 16, 32, 64, 256)]
+                 + [("top-k", dict(k=k)) for k in range(1, 13)] + [("layernorm", {}), ("full", {})],
+                 lr_grid={m: (3e-5, 3e-4, 3e-3) for m in ("houlsby", "top-k", "layernorm", "full")}),
+            # Compacter Table 1 (T5-base, GLUE, test = official dev): batch 100, max length 128, 500 warm-up steps,
+            # AdamW defaults; 20 epochs on CoLA, MRPC, STS-B, 3 on the others (rabeehk/compacter scripts);
+            # adapter size {24, 48, 96} (reduction factor 32/16/8) and n in {4, 8, 12}, best on validation.
+            # No BitFit: Hugging Face's T5 has no biases (the paper adds them back)
+            dict(backbone="t5-base", tasks=GLUE_TASKS, train=dict(batch_size=100, warmup=500),
+                 epochs={"glue/cola": 20, "glue/mrpc": 20, "glue/stsb": 20, "default": 3},
+                 methods=[("full", {})]
+                 + [(name, dict(bottleneck=m)) for name in ("houlsby", "pfeiffer", "adapterdrop", "adapter-lowrank")
+                    for m in (24, 48, 96)]
+                 + [(name, dict(n=n, bottleneck=m)) for name in ("phm", "compacter", "compacter++")
+                    for n in (4, 8, 12) for m in (24, 48, 96)]),
+        ], seeds=(0,)),
+        # Compacter §5.6 / Fig. 4: T5-base fine-tuning vs Compacter++ on GLUE subsets of 100..4000 examples,
+        # 1000/200/100/50/25 epochs (2,500 steps at every size), batch 40, a checkpoint every 250 steps and the
+        # best on validation; sizes larger than a task's train split (RTE, MRPC at 4000) are left out
         low_resource=dict(backbone="t5-base", tasks=GLUE_TASKS, sizes=(100, 500, 1000, 2000, 4000),
-                          methods=("compacter++", "full", "houlsby"), seeds=(0, 1, 2),
-                          method_args={"compacter++": dict(n=4, bottleneck=24), "houlsby": dict(bottleneck=24)},
-                          epochs={100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25}, evaluations=20),
+                          methods=("compacter++", "full"), seeds=(0, 1, 2),
+                          method_args={"compacter++": dict(n=4, bottleneck=24)},
+                          epochs={100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25},
+                          train=dict(batch_size=40, warmup=500, eval_every=250)),
     ),
 }
 

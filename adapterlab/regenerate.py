@@ -320,7 +320,7 @@ def _planned_runs(profile, root):
     saved = os.environ.get("ADAPTERLAB_OUT")
     os.environ["ADAPTERLAB_OUT"] = str(root)  # count what is cached where this run would write
     try:
-        counts = experiments.dry_run(profile)
+        counts = experiments.dry_run(profile, verbose=False)  # the plan as a table, not run by run
     finally:
         if saved is None:
             os.environ.pop("ADAPTERLAB_OUT")
@@ -374,6 +374,27 @@ def _table(outcomes, root):
         if written:
             lines.append(f"{Path(o['notebook']).stem} wrote: " + ", ".join(written))
     return "\n".join(lines)
+
+
+TIMINGS = "timings.json"
+
+
+def record_timings(out_dir, outcomes, fresh):
+    """Merge each notebook's run time into <out_dir>/timings.json, keyed by notebook and device
+    ("cpu" or "gpu"), so the course site can say how long a notebook takes from a measurement;
+    a run with --only or on another device keeps the other entries."""
+    path = Path(out_dir) / TIMINGS
+    try:
+        timings = json.loads(path.read_text())
+    except (OSError, ValueError):
+        timings = {}
+    device = "gpu" if _cuda_available() else "cpu"
+    for o in outcomes:
+        timings.setdefault(Path(o["notebook"]).stem, {})[device] = {
+            "seconds": round(o["seconds"], 1), "ok": o["ok"], "fresh": bool(fresh),
+            "date": time.strftime("%Y-%m-%d", time.localtime(o["end"] or time.time()))}
+    path.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
+    return path
 
 
 def _relative(path, root):
@@ -469,6 +490,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     outcomes.sort(key=lambda o: o["notebook"])
     _attribute(before, _snapshot(artifact_dirs), outcomes)
     print(_table(outcomes, root))
+    record_timings(out_dir, outcomes, fresh)
     print(f"executed notebooks and their HTML: {out_dir}")
     failed = [o for o in outcomes if not o["ok"]]
     for o in failed:

@@ -382,7 +382,14 @@ def subsample(dataset: datasets.Dataset, n: int, seed: int) -> datasets.Dataset:
 
 def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir: str | None = None) -> Task:
     """Load a task by name (see TASKS). `train_size` keeps a seeded subset of
-    train; `glue_dir` (or ADAPTERLAB_GLUE_DIR) points at local GLUE TSV files."""
+    train; `glue_dir` (or ADAPTERLAB_GLUE_DIR) points at local GLUE TSV files.
+
+    "name:metric" makes `metric` the primary one (reported, and used to keep the best state
+    on validation): "glue/cola:accuracy" is CoLA as Houlsby's Figs. 4 and 6 plot it, where
+    GLUE itself scores CoLA by MCC (still reported as an extra metric)."""
+    name, _, metric = name.partition(":")
+    if metric and metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r} in the task name; choose one of {', '.join(METRICS)}")
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
     glue_dir = glue_dir or os.environ.get("ADAPTERLAB_GLUE_DIR") or None
@@ -393,6 +400,9 @@ def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir:
         splits["train"] = subsample(splits["train"], train_size, seed)
         note += (f" Training on a seeded subset of {train_size} of the {len(task.splits['train'])} "
                  f"train examples (seed {seed}).")
+    if metric:
+        note += f" Scored by {metric} (GLUE's own metric: {task.metric})."
+        task = replace(task, metric=metric, extra_metrics=tuple(m for m in task.metrics if m != metric))
     return replace(task, splits=splits, note=note)
 
 

@@ -4,7 +4,8 @@
 
 The loop: AdamW on the parameters the method left trainable, linear warmup then
 linear decay, gradient clipping, evaluation every epoch (or every N steps),
-keep the best state on validation, test that state once at the end.
+keep the best state on validation, test that state once at the end. Every run also gets a
+convergence verdict from its curve (`convergence`, the project's one rule).
 """
 import math
 import threading
@@ -139,6 +140,41 @@ def evaluate(model, batches, task, device, precision="fp32", candidates=None):
     return task.compute_metrics(preds, labels)
 
 
+# ----------------------------------------------------------------------------- convergence
+# The one convergence rule of the project (experiments.py and the notebooks use this function):
+# a run has converged when
+#   1. it plateaued: its best validation score in the last CONVERGENCE["tail"] of its steps beats the best
+#      before them by less than CONVERGENCE["plateau"] (a fraction: 0.01 = one point), and
+#   2. it learned more than the class mix: its final training loss (the mean over the last evaluation
+#      interval) is under CONVERGENCE["loss_ratio"] x the entropy of the training labels, which is the loss of
+#      a model that predicts only the class frequencies (0.91 nats for airline tweets).
+# A run with fewer than two evaluations shows no plateau, so it has not converged; without an entropy
+# (regression, text-to-text targets) only rule 1 applies.
+CONVERGENCE = {"plateau": 0.01, "tail": 1 / 3, "loss_ratio": 0.8}
+CONVERGENCE_RULE = ("validation improved < {plateau:g} over the last {tail:.0%} of steps and final train loss "
+                    "< {loss_ratio:g} x class entropy").format(**CONVERGENCE)
+
+
+def class_entropy(labels):
+    """Entropy (nats) of a label distribution: the cross-entropy of always predicting the class mix."""
+    p = np.bincount(np.asarray(labels, dtype=int)) / len(labels)
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def convergence(curve, entropy=None, rule=CONVERGENCE):
+    """The convergence verdict of a run from its curve: {"converged", "final_train_loss", "plateau_gain"}."""
+    final_loss = curve[-1]["train_loss"] if curve else None
+    if len(curve) < 2:
+        return {"converged": False, "final_train_loss": final_loss, "plateau_gain": None}
+    cut = (1 - rule["tail"]) * curve[-1]["step"]
+    n_before = max(1, sum(p["step"] <= cut for p in curve))  # at least one point on each side
+    gain = max(p["validation"] for p in curve[n_before:]) - max(p["validation"] for p in curve[:n_before])
+    learned = entropy is None or final_loss < rule["loss_ratio"] * entropy
+    return {"converged": bool(gain < rule["plateau"] and learned), "final_train_loss": final_loss,
+            "plateau_gain": gain}
+
+
 @dataclass
 class TrainConfig:
     epochs: float = 3
@@ -218,6 +254,7 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
         for name, value in best_state.items():
             params[name].copy_(value)
     test = evaluate(model, evaluation["test"], task, device, cfg.precision, candidates)
+    entropy = None if task.kind == "regression" or text_to_text else class_entropy(task.splits["train"]["label"])
     return {
         "metric": task.metric,
         "validation": best,
@@ -225,6 +262,8 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
         "validation_metrics": best_val,
         "test_metrics": test,
         "curve": curve,
+        "class_entropy": entropy,
+        **convergence(curve, entropy),
         "steps": step,
         "train_examples": len(encoded["train"]),
         "train_seconds": train_seconds,

@@ -8,7 +8,10 @@ batch 32, sequence 128 (unless said otherwise), fp32, alternating after a warm-u
                train_vs_inference = inference time / Houlsby step time (an examples/s fraction).
                The backward pass through frozen layers needs activation gradients only (about
                one more forward's worth of work), so about 0.5 is the ceiling.
-  bf16         the Houlsby step under torch.autocast("cpu", bfloat16) vs fp32.
+  bf16         Houlsby and full fine-tuning steps under torch.autocast("cpu", bfloat16) vs fp32, at
+               sequence 64 and 128, after checking that both compute the same function. How
+               fast bf16 is depends on the CPU (AMX / AVX512-BF16 do it natively): run_all.py
+               also runs this part with the AVX2 kernels forced, and records the machine.
   compile      the Houlsby step with every adapter module torch.compile'd vs eager.
   attn_dropout the Houlsby step with attention-probability dropout 0.1 (BERT's default) vs 0:
                with dropout, PyTorch's CPU SDPA falls back to the unfused "math" attention
@@ -56,16 +59,43 @@ def core(args, batches):
             "speedup_vs_full": full_vs, "times_s": {n: s["times"] for n, s in r["sides"].items()}}
 
 
+BF16_METHODS, BF16_SEQS = ("houlsby", "full"), (64, 128)
+
+
+def bf16_logit_error(model, batch):
+    """Largest |logit| difference of bf16 autocast from fp32 on the same weights, and the bound it must
+    stay under: bf16 keeps 8 significant bits, so every matmul output is rounded by up to 2^-9 ~ 0.2%
+    of its size; over 6 blocks (~4 matmuls each, LayerNorms re-centring in fp32) that adds up to a few
+    percent of the logits' size, so a 10% bound (of the largest logit, + 0.001 for logits near 0) passes
+    any correct bf16 kernel and fails a different function."""
+    model.eval()
+    with torch.no_grad():
+        fp32 = model(**batch).logits
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            bf16 = model(**batch).logits.float()
+    model.train()
+    return (fp32 - bf16).abs().max().item(), 0.1 * fp32.abs().max().item() + 1e-3
+
+
 def bf16(args, batches):
-    """On a CPU without native bf16 (no AVX512-BF16/AMX) autocast is many times slower, so this one
-    runs on a small batch (8 x 64) to stay affordable; the ratio is what matters."""
-    small = common.make_batches(2, batch=8, seq=64)
-    model = common.adapterlab_model("houlsby")
-    r = timing.alternate({"fp32": common.train_step_fn(model, small),
-                          "bf16_autocast": common.train_step_fn(model, small, autocast_dtype=torch.bfloat16)},
-                         warmup=1, rounds=2)
-    return {"batch": 8, "seq": 64, "per_side": per_example(r, 8),
-            "bf16_speedup": timing.speed_ratio(r, "bf16_autocast", "fp32")}
+    """bf16 autocast vs fp32 training steps (separate, identical models, alternating), per method and length."""
+    out = {"batch": common.BATCH, "rounds": args.bf16_rounds, "rows": []}
+    for seq in BF16_SEQS:
+        data = common.make_batches(2, seq=seq)
+        for method in BF16_METHODS:
+            fp32_model, bf16_model = common.adapterlab_model(method), common.adapterlab_model(method)
+            error, bound = bf16_logit_error(bf16_model, data[0])
+            assert error <= bound, f"bf16 autocast changes {method}'s logits by {error:.3g} (> {bound:.3g})"
+            r = timing.alternate({"fp32": common.train_step_fn(fp32_model, data),
+                                  "bf16_autocast": common.train_step_fn(bf16_model, data, torch.bfloat16)},
+                                 warmup=1, rounds=args.bf16_rounds)
+            out["rows"].append({"method": method, "seq": seq, "per_side": per_example(r, common.BATCH),
+                                "bf16_speedup": timing.speed_ratio(r, "bf16_autocast", "fp32"),
+                                "max_abs_logit_diff": error, "logit_bound": bound})
+    first = out["rows"][0]  # Houlsby at sequence 64: the headline ratio
+    out["bf16_speedup"] = first["bf16_speedup"]
+    out["per_side"] = first["per_side"]
+    return out
 
 
 def compiled(args, batches):
@@ -131,11 +161,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--rounds-small", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--bf16-rounds", type=int, default=4)
     ap.add_argument("--only", default="core,bf16,compile,attn_dropout,bucketing")
     args = ap.parse_args()
     threads = timing.set_threads()
     batches = common.make_batches(2)
-    out = {"threads": threads, "loadavg_start": timing.loadavg(), "batch": common.BATCH, "seq": common.SEQ, "versions": common.versions()}
+    out = {"threads": threads, "loadavg_start": timing.loadavg(), "batch": common.BATCH, "seq": common.SEQ,
+           "versions": common.versions(), "machine": common.machine()}
     parts = {"core": lambda: core(args, batches), "bf16": lambda: bf16(args, batches),
              "compile": lambda: compiled(args, batches), "attn_dropout": lambda: attention_dropout(args, batches),
              "bucketing": lambda: bucketing(args)}

@@ -15,7 +15,10 @@ Matching AdapterHub's configuration to adapterlab's (adapters 1.3, read from its
       CompacterConfig(reduction_factor=384/24=16, phm_dim=4, phm_rank=1, shared_phm_rule=True,
       factorized_phm_W=True, shared_W_phm=False, factorized_phm_rule=False, phm_bias=True,
       non_linearity="gelu") -- one 4x4x4 rule for the whole model, rank-1 B_i = s_i t_i per layer.
-  Compacter++: CompacterPlusPlusConfig with the same PHM settings (output_adapter only).
+  Compacter++: CompacterPlusPlusConfig with the same PHM settings (output_adapter only) and
+      original_ln_before=False. The stock config inherits original_ln_before=True from SeqBnConfig
+      and computes LN(h + x + f(LN(h + x))): one more LayerNorm per block and a different function
+      from adapterlab's LN(x + h + f(h)) (logits differ by ~0.2 on the same weights; matched, 4e-7).
 
   What trains: AdapterHub's train_adapter() freezes the base model (the classifier head, outside
   it, stays trainable) and unfreezes the adapters and the shared rule; adapterlab also trains all
@@ -79,7 +82,9 @@ def adapterhub_config(method):
         reduction_factor=HIDDEN // m, non_linearity="gelu", phm_dim=4, phm_rank=1, shared_phm_rule=True,
         factorized_phm_W=True, shared_W_phm=False, factorized_phm_rule=False, phm_bias=True,
     )
-    return (CompacterConfig if method == "compacter" else CompacterPlusPlusConfig)(**phm)
+    if method == "compacter++":  # like-for-like: no extra LayerNorm before the adapter (see the docstring)
+        return CompacterPlusPlusConfig(original_ln_before=False, **phm)
+    return CompacterConfig(**phm)
 
 
 def adapterhub_model(method, seed=0, **kwargs):
@@ -208,16 +213,30 @@ def versions():
     return out
 
 
+# CPU features that decide how fast bf16 runs: AMX tiles and AVX512-BF16 do bf16 matmuls natively,
+# plain AVX2/AVX-512 convert to fp32 and back
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+
+
 def machine():
+    """What a speed claim depends on: CPU model, the kernels torch picked, bf16 hardware, threads."""
     import platform
 
-    cpu = "?"
+    cpu, flags = "?", set()
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
+            if line.startswith("model name") and cpu == "?":
                 cpu = line.split(":", 1)[1].strip()
-                break
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_flags": {f: f in flags for f in CPU_FLAGS}, "threads": torch.get_num_threads(),
+            "forced_kernels": {k: os.environ[k] for k in FORCE_AVX2 if k in os.environ},
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+
+
+# the environment that limits PyTorch, MKL and oneDNN to AVX2 kernels (an AVX2-only machine's view)
+FORCE_AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}

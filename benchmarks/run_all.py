@@ -19,11 +19,15 @@ HERE = Path(__file__).resolve().parent
 RAW = HERE / "raw"
 AH_PY = HERE / ".venv-adapterhub" / "bin" / "python"
 
-SECTIONS = {  # number -> (file, which python, extra arguments)
+# the kernels an AVX2-only CPU runs (bf16 speed depends on them; common.FORCE_AVX2 has the same three)
+FORCE_AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+SECTIONS = {  # number -> (file, which python, extra arguments[, extra environment])
     "1": ("bench_training.py", "adapterhub", []),
     "2": ("bench_phm_layer.py", "adapterhub", []),
     "2-1thread": ("bench_phm_layer.py", "adapterhub", ["--threads", "1"]),
     "3": ("bench_limits.py", "main", []),
+    # bf16 vs fp32 once more as an AVX2-only machine computes it (fewer rounds: it can be slow there)
+    "3-avx2": ("bench_limits.py", "main", ["--only", "bf16", "--bf16-rounds", "2"], FORCE_AVX2),
     "4": ("bench_heatmap.py", "main", []),
     "5": ("bench_memory.py", "main", []),
 }
@@ -32,8 +36,9 @@ TARGETS = {"houlsby_vs_adapterhub": 1.1, "compacter_vs_adapterhub": 1.2, "lphm_l
 
 
 def run_section(name, python):
-    script, _, extra = SECTIONS[name]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore")
+    script, _, extra, *forced = SECTIONS[name]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONWARNINGS="ignore",
+               **(forced[0] if forced else {}))
     start = time.perf_counter()
     print(f"== section {name}: {script} {' '.join(extra)} ({python})", flush=True)
     proc = subprocess.run([str(python), str(HERE / script), *extra], capture_output=True, text=True, env=env)
@@ -115,6 +120,8 @@ def report(results):
              f"- CPU: {results['machine']['cpu']}, {results['machine']['cores']} cores (see the load averages below: "
              "above the core count, other jobs shared them)",
              f"- torch threads: {results['threads']} (set explicitly in every section: `torch.set_num_threads`)",
+             f"- torch CPU capability: {results['machine'].get('torch_cpu_capability')}; CPU flags: "
+             + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in results['machine'].get('cpu_flags', {}).items()),
              f"- GPU: {results['machine']['cuda'] or 'none on this machine (GPU columns left empty)'}",
              f"- sections 1-2 (AdapterHub venv): {json.dumps(s.get('1', {}).get('versions', {}))}",
              f"- sections 3-5 (main venv): {json.dumps(s.get('3', {}).get('versions', {}))}",
@@ -183,7 +190,7 @@ def report(results):
         lines += ["", "What lowers the cost (speed ratio > 1 = the change helps):", "",
                   "| change | ratio | IQR | raw medians (s per call) | notes |", "|---|---|---|---|---|"]
         for part, key, note in (
-                ("bf16", "bf16_speedup", "batch 8 × 64 (bf16 without hardware support is very slow)"),
+                ("bf16", "bf16_speedup", "Houlsby, batch 32 × 64 (all rows in the bf16 table below)"),
                 ("compile", "compile_speedup", "every adapter `torch.compile`d"),
                 ("attn_dropout", "speedup_without_attention_dropout", "changes regularisation"),
                 ("bucketing", "bucketing_speedup", "tweet-like lengths")):
@@ -198,6 +205,7 @@ def report(results):
             if part == "bucketing":
                 extra = f"; lengths mean {v['lengths']['mean']:.0f}, max {v['lengths']['max']}"
             lines.append(f"| {part} | {v[key]['ratio']:.3f} | {v[key]['iqr']:.3f} | {raw} | {note}{extra} |")
+    lines += bf16_table(s)
     s4 = s.get("4", {})
     lines += ["", "## 4. Layer-removal heatmap: cached prefix vs naive", ""]
     if "heatmap_vs_naive" in s4:
@@ -230,6 +238,32 @@ def report(results):
     return "\n".join(lines) + "\n"
 
 
+def bf16_rows(section):
+    return (section or {}).get("bf16", {}).get("rows", [])
+
+
+def bf16_table(s):
+    """bf16 autocast vs fp32 training, as measured with this machine's kernels and with AVX2 forced."""
+    runs = [(s.get("3", {}), "this machine's kernels"), (s.get("3-avx2", {}), "AVX2 kernels forced")]
+    if not any(bf16_rows(sec) for sec, _ in runs):
+        return []
+    lines = ["", "### bf16 autocast vs fp32 training (batch 32)", "",
+             "Separate identical models, alternating steps; before timing, bf16's logits are checked against "
+             "fp32's on the same weights (bound: 10% of the largest logit + 0.001, from bf16's 8-bit mantissa).",
+             "", "| kernels | CPU capability | method | sequence | fp32 ex/s | bf16 ex/s | bf16 speed-up | IQR | "
+             "max logit diff |", "|---|---|---|---|---|---|---|---|---|"]
+    for sec, label in runs:
+        capability = sec.get("machine", {}).get("torch_cpu_capability", "?")
+        for r in bf16_rows(sec):
+            p = r["per_side"]
+            lines.append(f"| {label} | {capability} | {r['method']} | {r['seq']} | {p['fp32']['examples_per_s']:.1f} | "
+                         f"{p['bf16_autocast']['examples_per_s']:.1f} | {r['bf16_speedup']['ratio']:.2f} | "
+                         f"{r['bf16_speedup']['iqr']:.2f} | {r['max_abs_logit_diff']:.1e} |")
+        if "error" in sec.get("bf16", {}):
+            lines.append(f"| {label} | {capability} | failed: {sec['bf16']['error'][:120]} | | | | | | |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--main-python", default=sys.executable)
@@ -254,6 +288,11 @@ def main():
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "wall_s": wall, "machine": common.machine(),
                "threads": int(os.environ.get("BENCH_THREADS", "2")), "targets": TARGETS}
     results["headline"] = headline(sections)
+    # bf16 autocast / fp32 training throughput per (method, sequence), with this machine's kernels and AVX2's
+    results["bf16_vs_fp32"] = {
+        label: {f"{r['method']}@{r['seq']}": r["bf16_speedup"]["ratio"] for r in bf16_rows(sections.get(name))}
+        | {"torch_cpu_capability": sections.get(name, {}).get("machine", {}).get("torch_cpu_capability")}
+        for name, label in (("3", "native"), ("3-avx2", "avx2_forced")) if bf16_rows(sections.get(name))}
     results.update({k: v for k, v in results["headline"].items()})
     results["sections"] = sections
     (HERE / "results.json").write_text(json.dumps(results, indent=1, default=str))

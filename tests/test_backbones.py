@@ -122,4 +122,5 @@ def test_default_backbone_pooler_passes_cls_through_tanh():
     dense = model.bert.pooler.dense
     assert torch.equal(dense.weight, torch.eye(384)) and torch.count_nonzero(dense.bias) == 0
     h = torch.randn(2, 5, 384)
-    torch.testing.assert_close(model.bert.pooler(h), torch.tanh(h[:, 0]))
+    # exact: x * 1 + 0 * (others) adds nothing but zeros, in any summation order
+    assert torch.equal(model.bert.pooler(h), torch.tanh(h[:, 0]))

@@ -1,12 +1,14 @@
 """adapt(): placement, near-identity, what trains, per-layer disabling, bad input."""
 import pytest
 import torch
+import torch.nn.functional as F
+from transformers import BertConfig, BertModel, T5Config, T5EncoderModel, T5ForConditionalGeneration
 
 import adapterlab as al
 from adapterlab.inject import adapters
 from adapterlab.layers import PHMLinear
 
-from conftest import build, inputs, output
+from conftest import TINY_BERT, TINY_T5, build, inputs, output
 
 ADAPTER_METHODS = ["houlsby", "pfeiffer", "adapter-lowrank", "adapterdrop", "phm", "compacter", "compacter++"]
 MODELS = ["bert-cls", "bert", "roberta-cls", "t5", "t5-encoder"]
@@ -34,11 +36,28 @@ def test_t5_decoder_adapters_skip_cross_attention():
         assert hasattr(block.layer[2].DenseReluDense.wo, "adapter")
 
 
-def test_adapter_sits_after_the_output_projection_before_the_residual():
-    """What reaches the attention LayerNorm must be adapter(dense(h)) + residual."""
+def fixed_dropout(module, mask):
+    """Make an nn.Dropout drop a known mask (kept entries scaled by 1/(1-p), as nn.Dropout does).
+
+    Replacing forward on the instance keeps the module's hooks, so an adapter hooked on it still runs.
+    """
+    module.forward = lambda x: x * mask / (1 - module.p)
+
+
+def known_mask(shape, seed=2):
+    return (torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.5).float()
+
+
+def test_bert_adapter_follows_the_sublayer_dropout_as_in_adapter_bert():
+    """Train mode: the attention LayerNorm must see drop(h) + f(drop(h)) + x with h = dense(.)
+    (adapter-bert modeling.py calls the adapter on the dropout's output), not drop(h + f(h)) + x."""
     torch.manual_seed(0)
-    model = al.adapt(build("bert"), "houlsby", bottleneck=8, init_std=0.5)
+    model = al.adapt(BertModel(BertConfig(**{**TINY_BERT, "hidden_dropout_prob": 0.5})), "houlsby",
+                     bottleneck=8, init_std=0.5).train()
     sub = model.encoder.layer[0].attention.output  # BertSelfOutput: LN(dropout(dense(h)) + x)
+    batch = inputs("bert")
+    mask = known_mask((*batch["input_ids"].shape, TINY_BERT["hidden_size"]))
+    fixed_dropout(sub.dropout, mask)
     seen = {}
 
     def grab_inputs(module, args, kwargs):
@@ -47,12 +66,39 @@ def test_adapter_sits_after_the_output_projection_before_the_residual():
 
     sub.register_forward_pre_hook(grab_inputs, with_kwargs=True)
     sub.LayerNorm.register_forward_pre_hook(lambda m, args: seen.setdefault("ln_in", args[0]))
-    model(**inputs("bert"))
-    dense = sub.dense
-    expected = dense.adapter(torch.nn.functional.linear(seen["h"], dense.weight, dense.bias)) + seen["x"]
-    torch.testing.assert_close(seen["ln_in"], expected)
-    plain = torch.nn.functional.linear(seen["h"], dense.weight, dense.bias) + seen["x"]
-    assert not torch.allclose(seen["ln_in"], plain)  # the adapter really is in the path
+    model(**batch)
+    adapter = sub.dropout.adapter
+    h = F.linear(seen["h"], sub.dense.weight, sub.dense.bias)
+    dropped = h * mask / 0.5
+    with torch.no_grad():
+        torch.testing.assert_close(seen["ln_in"], adapter(dropped) + seen["x"])
+        before_dropout = adapter(h) * mask / 0.5 + seen["x"]  # the old placement, same weights
+        assert not torch.allclose(seen["ln_in"], before_dropout, atol=1e-3)
+
+
+def test_t5_adapter_comes_before_dropout_as_in_the_compacter_code():
+    """Train mode: T5's self-attention sublayer must output x + drop(h + f(h)) with h = o(.) (Compacter's
+    modeling_t5.py runs the adapter on the projection's output, then dropout and the residual)."""
+    torch.manual_seed(0)
+    model = al.adapt(T5EncoderModel(T5Config(**{**TINY_T5, "dropout_rate": 0.5})), "houlsby",
+                     bottleneck=8, init_std=0.5).train()
+    layer = model.encoder.block[0].layer[0]  # T5LayerSelfAttention: x + dropout(o(attention))
+    batch = inputs("t5-encoder")
+    mask = known_mask((*batch["input_ids"].shape, TINY_T5["d_model"]))
+    fixed_dropout(layer.dropout, mask)
+    seen = {}
+
+    def grab_x(module, args, kwargs):
+        seen["x"] = args[0] if args else kwargs["hidden_states"]
+
+    layer.register_forward_pre_hook(grab_x, with_kwargs=True)
+    layer.SelfAttention.o.register_forward_pre_hook(lambda m, args: seen.setdefault("pre_o", args[0]))
+    layer.register_forward_hook(lambda m, args, out: seen.update(out=out[0] if isinstance(out, tuple) else out))
+    model(**batch)
+    o = layer.SelfAttention.o
+    h = F.linear(seen["pre_o"], o.weight)
+    with torch.no_grad():
+        torch.testing.assert_close(seen["out"], seen["x"] + o.adapter(h) * mask / 0.5)
 
 
 @pytest.mark.parametrize("kind", MODELS)
@@ -60,10 +106,24 @@ def test_adapter_sits_after_the_output_projection_before_the_residual():
 def test_near_identity_at_init_and_exact_identity_when_disabled(kind, name):
     batch = inputs(kind)
     base = output(build(kind), batch)
-    model = al.adapt(build(kind), name, bottleneck=8, init_std=1e-6, drop_layers=1 if name == "adapterdrop" else 0)
+    # init_std sets the scale of W under phm_init="scaled-factors" (the authors' PHM init: next test)
+    model = al.adapt(build(kind), name, bottleneck=8, init_std=1e-6, drop_layers=1 if name == "adapterdrop" else 0,
+                     phm_init="scaled-factors")
     assert (output(model, batch) - base).abs().max() < 1e-3
     with al.adapters_disabled(model), al.adapters_disabled(model, stack="decoder"):
         assert torch.equal(output(model, batch), base)
+
+
+@pytest.mark.parametrize("kind", MODELS)
+@pytest.mark.parametrize("name,bound", [("phm", 1e-2), ("compacter", 1e-5), ("compacter++", 1e-5)])
+def test_the_authors_phm_init_starts_near_identity(kind, name, bound):
+    """Under phm_init="compacter" the rule's std sets the scale of W: PHM's own rules start at 1e-2 (largest
+    change of the output over these models 3.0e-3, on T5), Compacter's shared rule at 1e-4 (1.2e-6).
+    Bounds: about 3x and 8x those, so a change of scheme (rule std 1 gives O(1) changes) fails clearly."""
+    batch = inputs(kind)
+    model = al.adapt(build(kind), name, bottleneck=8)
+    assert model.adapterlab_method.phm_init == "compacter"
+    assert (output(model, batch) - output(build(kind), batch)).abs().max() < bound
 
 
 def test_large_init_moves_the_output():
@@ -161,7 +221,9 @@ def test_adapt_returns_the_same_model_modified_in_place():
     (lambda m: al.adapt(m, "phm", n=3, bottleneck=9), r"hidden size 64 is not divisible by n=3"),
     (lambda m: al.adapt(m, "houlsby", botleneck=8), r"unknown setting\(s\) \['botleneck'\]"),
     (lambda m: al.adapt(m, "top-k", k=7), r"k=7 but the model has only 3 blocks"),
-    (lambda m: al.adapt(m, "adapterdrop"), r"drop_layers=5 leaves no adapters in a model with 3 blocks"),
+    (lambda m: al.adapt(m, "adapterdrop", drop_layers=3), r"drop_layers=3 leaves no adapters in a model with 3 blocks"),
+    (lambda m: al.adapt(m, "phm", phm_init="xavier"), r"phm_init='xavier' is not one of"),
+    (lambda m: al.adapt(m, "bitfit", train_layernorms=False), r"apply to adapter methods only"),
     (lambda m: al.adapt(m, "houlsby", init_std=0), r"init_std must be > 0"),
     (lambda m: al.adapt(m, "houlsby", activation="sigmoidal"), r"unknown activation"),
 ])
@@ -175,9 +237,67 @@ def test_bad_settings_raise_a_clear_error_and_leave_the_model_untouched(call, me
     assert all(torch.equal(before[n], p) for n, p in model.state_dict().items())
 
 
-def test_bitfit_on_t5_is_refused_because_t5_has_no_biases():
-    with pytest.raises(ValueError, match="T5 uses no biases"):
-        al.adapt(build("t5"), "bitfit")
+@pytest.mark.parametrize("kind", ["t5", "t5-encoder"])
+def test_bitfit_on_t5_adds_zero_biases_that_train_and_change_nothing_at_init(kind):
+    """Hugging Face T5 has no biases; BitFit gets the ones the Compacter paper re-introduces."""
+    batch = inputs(kind)
+    base_model = build(kind)
+    base_names = {n for n, _ in base_model.named_parameters()}
+    model = al.adapt(build(kind), "bitfit")
+    assert torch.equal(output(model, batch), output(base_model, batch))  # zero biases: the same function
+    names = trainable_names(model)
+    assert names and all(n.endswith(".bias") for n in names) and not names & base_names
+    assert base_names <= {n for n, _ in model.named_parameters()}  # base names unchanged
+    block = "encoder.block.0.layer.0."
+    assert {block + "SelfAttention." + p + ".bias" for p in "qkvo"} | {block + "layer_norm.bias"} <= names
+    assert "encoder.final_layer_norm.bias" not in names  # as in the authors' code (see add_missing_biases)
+    assert ("lm_head.bias" in names) == (kind == "t5")
+    with torch.no_grad():  # the new biases are in the computation: a layer-norm bias moves the output
+        dict(model.named_parameters())[block + "layer_norm.bias"].fill_(0.5)
+        dict(model.named_parameters())[block + "SelfAttention.q.bias"].fill_(0.5)
+    assert not torch.allclose(output(model, batch), output(base_model, batch))
+
+
+def test_pfeiffer_keeps_the_adapter_after_self_attention_by_default():
+    """The Compacter paper's Pfeiffer-Adapter (after self-attention); AdapterFusion's placement on request."""
+    model = al.adapt(build("t5"), "pfeiffer", bottleneck=8)
+    assert {pos for _, _, pos in adapters(model)} == {"attention"}
+    ffn = al.adapt(build("t5"), "pfeiffer", bottleneck=8, positions=("ffn",))
+    assert {pos for _, _, pos in adapters(ffn)} == {"ffn"}
+
+
+@pytest.mark.parametrize("layers,dropped", [(1, 0), (2, 1), (3, 1), (6, 3), (12, 5), (24, 10)])
+def test_adapterdrop_drops_five_twelfths_of_the_blocks_by_default(layers, dropped):
+    """T5-base: 5 of 12 (the Compacter paper's AdapterDrop); other depths the same fraction, rounded half up."""
+    config = T5Config(**{**TINY_T5, "num_layers": layers})
+    with torch.device("meta"):
+        model = al.adapt(T5ForConditionalGeneration(config), "adapterdrop", bottleneck=8)
+    for stack in ("encoder", "decoder"):
+        assert {i for s, i, _ in adapters(model) if s == stack} == set(range(dropped, layers))
+    explicit = al.adapt(build("bert"), "adapterdrop", bottleneck=8, drop_layers=2)
+    assert {i for _, i, _ in adapters(explicit)} == {2}
+
+
+def test_adapterdrop_can_freeze_the_layernorms_below_its_first_adapter_so_backward_stops_there():
+    model = al.adapt(build("bert-cls"), "adapterdrop", bottleneck=8, drop_layers=2, train_lower_layernorms=False)
+    names = trainable_names(model)
+    lns = {n for n, _ in model.named_parameters() if "LayerNorm" in n}
+    lower = {n for n in lns if n.startswith(("bert.embeddings.", "bert.encoder.layer.0.", "bert.encoder.layer.1."))}
+    assert lower and not names & lower and lns - lower <= names
+    grads = {}  # does autograd track the activations of the lower blocks? (it must not: nothing there trains)
+    for i, block in enumerate(model.bert.encoder.layer):
+        hidden = lambda out: out[0] if isinstance(out, tuple) else out
+        block.register_forward_hook(lambda m, a, out, i=i: grads.update({i: hidden(out).requires_grad}))
+    model.train()(**inputs("bert-cls"), labels=torch.tensor([0, 2])).loss.backward()
+    assert grads == {0: False, 1: False, 2: True}
+    assert trainable_names(al.adapt(build("bert-cls"), "adapterdrop", drop_layers=2)) >= lns  # default: all train
+
+
+def test_adapters_can_train_with_layernorms_frozen():
+    model = al.adapt(build("bert-cls"), "houlsby", bottleneck=8, train_layernorms=False)
+    names = trainable_names(model)
+    assert not any("LayerNorm" in n for n in names)
+    assert names == {n for n, _ in model.named_parameters() if ".adapter." in n or n.startswith("classifier.")}
 
 
 def test_unsupported_architecture_lists_what_is_supported():

@@ -1,4 +1,6 @@
 """The layers against their formulas: parameter counts, near-identity init, PHM == sum of Kronecker products."""
+import math
+
 import pytest
 import torch
 
@@ -16,9 +18,10 @@ def test_bottleneck_adapter_has_2md_plus_d_plus_m_parameters(d, m):
 
 def test_bottleneck_adapter_computes_its_formula():
     torch.manual_seed(0)
-    a = BottleneckAdapter(16, 4, init_std=0.5)
-    x = torch.randn(3, 5, 16)
+    a = BottleneckAdapter(16, 4, init_std=0.5).double()
+    x = torch.randn(3, 5, 16, dtype=torch.float64)
     expected = x + torch.nn.functional.gelu(x @ a.down.weight.T + a.down.bias) @ a.up.weight.T + a.up.bias
+    # float64: rounding (~1e-16 x 16 terms) is far below the 1e-7 default, whatever order the kernel adds in
     torch.testing.assert_close(a(x), expected)
 
 
@@ -36,11 +39,51 @@ def test_adapter_starts_near_identity(std):
     torch.manual_seed(0)
     x = torch.randn(4, 10, 64)
     for a in [BottleneckAdapter(64, 16, init_std=std),
-              BottleneckAdapter(64, 16, init_std=std, down=PHMLinear(64, 16, 4, rank=1, init_std=std),
-                                up=PHMLinear(16, 64, 4, rank=1, init_std=std)),
+              BottleneckAdapter(64, 16, init_std=std,
+                                down=PHMLinear(64, 16, 4, rank=1, init="scaled-factors", init_std=std),
+                                up=PHMLinear(16, 64, 4, rank=1, init="scaled-factors", init_std=std)),
               BottleneckAdapter(64, 16, init_std=std, down=LowRankLinear(64, 16, init_std=std),
                                 up=LowRankLinear(16, 64, init_std=std))]:
         assert (a(x) - x).abs().max() < 100 * std
+
+
+def glorot_bound(rows, cols):
+    """The Compacter code's glorot_uniform: xavier_uniform_ with gain sqrt(2)."""
+    return math.sqrt(2) * math.sqrt(6 / (rows + cols))
+
+
+@pytest.mark.parametrize("rank", [1, None])
+def test_phm_default_init_is_the_authors(rank):
+    """Rule ~ N(0, rule_std); each factor matrix s_i, t_i (or B_i) Glorot-uniform on its own shape."""
+    torch.manual_seed(0)
+    layer = PHMLinear(768, 24, 4, rank=rank, rule_std=1e-2)
+    # 64 normal draws: the sample std is within 30% of 1e-2 (3.4 of its standard errors of 8.8%)
+    assert 0.7e-2 < layer.rule.std() < 1.3e-2
+    factors = {"B": (192, 6)} if rank is None else {"s": (192, 1), "t": (1, 6)}
+    for name, (rows, cols) in factors.items():
+        f, a = getattr(layer, name), glorot_bound(rows, cols)
+        assert f.abs().max() <= a
+        # U(-a, a) has std a / sqrt(3); per factor matrix, so t (bound 1.31) is wider than s (bound 0.25)
+        assert f.std().item() == pytest.approx(a / math.sqrt(3), rel=0.25)  # 24 draws for t: 9% standard error
+    assert layer.bias.abs().sum() == 0
+
+
+def test_phm_scaled_factors_init_gives_w_the_std_of_a_dense_adapter():
+    torch.manual_seed(0)
+    layer = PHMLinear(768, 24, 4, rank=1, init="scaled-factors", init_std=1e-2)
+    assert 0.8 < layer.rule.std() < 1.0  # truncated N(0, 1): std 0.88
+    # W sums n products of truncated normals (each factor shrinks the std by ~0.88): 0.5..1.0 of init_std
+    assert 0.5e-2 < layer.matrix().std() < 1e-2
+
+
+def test_shared_rule_init_follows_the_scheme():
+    torch.manual_seed(0)
+    assert 0.7e-4 < make_rule(4, std=1e-4).std() < 1.3e-4
+    assert 0.8 < make_rule(4, "scaled-factors").std() < 1.0
+    with pytest.raises(ValueError, match="unknown PHM init 'xavier'"):
+        make_rule(4, "xavier")
+    with pytest.raises(ValueError, match="unknown PHM init 'xavier'"):
+        PHMLinear(8, 8, 2, init="xavier")
 
 
 def test_disabled_adapter_is_exactly_identity():
@@ -138,8 +181,8 @@ def test_phm_exposes_linear_like_attributes():
 
 def test_low_rank_linear_is_a_rank_r_product():
     torch.manual_seed(0)
-    layer = LowRankLinear(32, 8, rank=1)
+    layer = LowRankLinear(32, 8, rank=1).double()  # float64: see test_bottleneck_adapter_computes_its_formula
     assert n_params(layer) == 32 + 8 + 8
     assert torch.linalg.matrix_rank(layer.matrix().detach()) == 1
-    x = torch.randn(4, 32)
+    x = torch.randn(4, 32, dtype=torch.float64)
     torch.testing.assert_close(layer(x), x @ layer.matrix() + layer.bias)

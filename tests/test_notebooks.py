@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,6 +74,7 @@ class SmokeRun:
     status: int
     output: str  # what the command printed (stdout + stderr)
     seconds: float
+    figure_bytes: dict  # figure name -> bytes, read as the run finished (later passes rewrite them)
 
     @property
     def figures(self):
@@ -161,7 +163,7 @@ class SmokeRunner:
             env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
             env.pop("ADAPTERLAB_OUT", None)
             status, output, seconds = self._run(command, env, timeout=1800)
-            return SmokeRun(notebook, out, status, f"$ {' '.join(command)}\n{output}", seconds)
+            return SmokeRun(notebook, out, status, f"$ {' '.join(command)}\n{output}", seconds, figure_bytes(out))
 
         return self._once(("smoke", notebook), compute)
 
@@ -244,6 +246,36 @@ def test_notebook_runs_in_smoke_profile(notebook, smoke_run):
 
     if "csv" in expected:
         check_result_table(run.results / expected["csv"])
+
+
+def figure_bytes(out):
+    folder = out / "figures" / SMOKE
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.suffix in (".png", ".html")}
+
+
+REDRAW_NOTEBOOK = "05"  # reads a cached table and writes both a PNG and a plotly HTML
+
+
+@pytest.mark.slow
+def test_redrawing_from_the_cache_writes_the_same_bytes(smoke_run, tmp_path):
+    """`make figures` on a clean checkout must leave git clean: redrawing a notebook's figures from
+    the cache its fresh run made gives byte-identical files (no random plotly div id, no
+    version or time stamp in the PNG, live numbers seeded)."""
+    notebook = next(nb for nb in NOTEBOOKS if nb.stem.startswith(REDRAW_NOTEBOOK))
+    run = smoke_run(notebook)
+    assert run.status == 0, run.output
+    assert {Path(n).suffix for n in run.figure_bytes} == {".png", ".html"}, sorted(run.figure_bytes)
+    shutil.copytree(run.out / "data", tmp_path / "data")  # the cache only, not the figures
+    command = [sys.executable, "-m", "adapterlab", "regenerate", "--profile", SMOKE, "--out", str(tmp_path),
+               "--only", REDRAW_NOTEBOOK, "--timeout", str(CELL_TIMEOUT)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env.pop("ADAPTERLAB_OUT", None)
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    redrawn = figure_bytes(tmp_path)
+    assert redrawn.keys() == run.figure_bytes.keys()
+    changed = [name for name in redrawn if redrawn[name] != run.figure_bytes[name]]
+    assert not changed, f"redrawing from the cache changed {changed}"
 
 
 def check_result_table(path):

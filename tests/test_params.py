@@ -49,6 +49,32 @@ def test_t5_base_matches_the_compacter_paper(name, kw, adapters, paper_percent):
     assert "head" not in pc.by_group  # text-to-text: the LM head is the (frozen, tied) embedding
 
 
+def t5_base_bitfit_biases():
+    """The biases the Compacter code gives T5 for BitFit: q, k, v, o of every attention (the decoder's
+    cross-attention too), wi and wo, every in-block layer norm (not the final ones), and the LM head."""
+    d, ff, vocab = 768, 3072, 32128
+    encoder_block = 4 * d + ff + d + 2 * d  # self-attention, wi, wo, two layer norms
+    decoder_block = 8 * d + ff + d + 3 * d  # self- and cross-attention, wi, wo, three layer norms
+    return 12 * encoder_block + 12 * decoder_block + vocab
+
+
+def test_t5_base_bitfit_matches_the_compacter_paper():
+    model = al.adapt(on_meta(T5ForConditionalGeneration, T5Config(**T5_BASE)), "bitfit")
+    pc = al.count_parameters(model)
+    assert pc.base_total == 222_903_552  # the added biases are not part of the base model
+    assert pc.trainable == t5_base_bitfit_biases() == 280_960
+    assert pc.by_group["layernorm"] == (12 * 2 + 12 * 3) * 768  # the in-block layer norms' new biases
+    assert round(pc.percent, 3) == 0.126  # Table 1 (with the final layer norms' biases it would be 0.127)
+
+
+def test_adapters_without_layernorms_count_only_the_adapters():
+    model = al.adapt(on_meta(T5ForConditionalGeneration, T5Config(**T5_BASE)), "compacter++", bottleneck=24, n=12,
+                     train_layernorms=False)
+    pc = al.count_parameters(model)
+    assert "layernorm" not in pc.by_group
+    assert pc.trainable == 24 * lowrank_adapter_params(768, 24) + 12 ** 3
+
+
 def test_bert_large_houlsby_m64_matches_houlsby():
     """Houlsby et al.: 2md + d + m per adapter, two per layer. With m=64 on BERT-large that is
     6.34M parameters, the 2.1% the paper reports relative to the 24-layer encoder (302.3M); relative

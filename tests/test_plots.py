@@ -207,6 +207,22 @@ def test_save_figure_writes_png_and_html_sharing_one_plotly_js(tmp_path, monkeyp
     assert (png.parent / "plotly.min.js").stat().st_size > 1_000_000
 
 
+def test_save_figure_writes_the_same_bytes_for_the_same_figure(tmp_path, monkeypatch):
+    """Redrawing must not dirty git: plotly's div id is fixed by the figure's name and the PNG
+    carries no matplotlib version stamp (nothing else in it varies)."""
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    first, second = [], []
+    for written in (first, second):
+        for name, fig in (("heatmap", plots.layer_removal_heatmap(layer_removal_df())),
+                          ("heatmap", plots.layer_removal_heatmap_interactive(layer_removal_df()))):
+            written.append(plots.save_figure(fig, name, "smoke").read_bytes())
+        plt.close("all")
+    assert first == second
+    png, html = first
+    assert b"Matplotlib" not in png and b"tEXtSoftware" not in png
+    assert 'id="figure-heatmap"' in html.decode()
+
+
 # --------------------------------------------------------------------------- widgets
 
 def test_layer_removal_explorer_reacts_to_the_span():
@@ -249,3 +265,34 @@ def test_param_performance_and_low_resource_explorers():
     box = widgets.low_resource_explorer(low_resource_df())
     box.children[0].children[2].value = (50, 100)
     box.children[0].children[1].value = ("full",)
+
+
+# --------------------------------------------------------------------------- honesty: areas, convergence
+
+def test_tradeoff_marker_area_is_proportional_to_memory():
+    df = param_performance_df()
+    fig = plots.param_performance_tradeoff(df)
+    points = [c for c in fig.axes[0].collections if len(c.get_sizes())]
+    areas = np.array([c.get_sizes()[0] for c in points[:len(df)]])
+    memory = plots.param_performance_summary(df)["peak_memory_mb"].to_numpy()
+    assert areas / areas.max() == pytest.approx(memory / memory.max())  # 1.3x the memory, 1.3x the area
+    assert plots._memory_sizes([1000, 1300]).tolist() == pytest.approx([400, 520])
+
+
+@pytest.mark.parametrize("draw,df", [
+    (plots.init_scale_plot, init_scale_df()),
+    (plots.low_resource_plot, low_resource_df()),
+    (plots.param_performance_plot, param_performance_df()),
+    (plots.param_performance_tradeoff, param_performance_df()),
+])
+def test_unconverged_runs_are_marked(draw, df):
+    def labels(fig):  # what the legends show
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+        return [t.get_text() for leg in legends for t in leg.get_texts()]
+
+    assert "not converged" not in labels(draw(df.assign(converged=True)))
+    bad = df.assign(converged=[k != 1 for k in range(len(df))])
+    fig = draw(bad)
+    assert labels(fig).count("not converged") == 1
+    crosses = [c for ax in fig.axes for c in ax.collections if c.get_label() == "not converged"]
+    assert len(crosses) == 1 and len(crosses[0].get_offsets()) == 1

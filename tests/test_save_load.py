@@ -90,3 +90,31 @@ def test_missing_adapter_and_unadapted_model_errors(tmp_path):
         al.load_adapter(build("bert-cls"), tmp_path / "nothing")
     with pytest.raises(ValueError, match="no method applied"):
         al.save_adapter(build("bert-cls"), tmp_path / "x")
+
+
+def test_bitfit_on_t5_round_trips(tmp_path):
+    """The biases BitFit adds to T5 are saved under new names and re-created on load."""
+    model = al.adapt(build("t5"), "bitfit")
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.3 * torch.randn_like(p))
+    al.save_adapter(model, tmp_path / "a")
+    restored = al.load_adapter(build("t5"), tmp_path / "a")
+    batch = inputs("t5")
+    assert torch.equal(output(restored, batch), output(model, batch))
+    assert not torch.equal(output(restored, batch), output(build("t5"), batch))
+
+
+def test_adapter_saved_in_the_old_layout_is_refused_with_a_clear_message(tmp_path):
+    """Before issue 12 BERT adapters hung off `...output.dense`; now they sit after the dropout."""
+    from safetensors.torch import load_file, save_file
+    al.save_adapter(trained("houlsby", seed=1), tmp_path / "a")
+    weights = tmp_path / "a" / "adapter.safetensors"
+    old = {n.replace(".dropout.adapter.", ".dense.adapter."): t for n, t in load_file(weights).items()}
+    save_file(old, weights)
+    model = build("bert-cls")
+    with pytest.raises(ValueError, match=r"output\.dense\.adapter.*older adapterlab.*after the dropout"):
+        al.load_adapter(model, tmp_path / "a")
+    assert getattr(model, "adapterlab_method", None) is None  # refused before adapting

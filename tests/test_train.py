@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -73,6 +74,26 @@ def test_bf16_autocast_on_cpu_runs():
     assert 0 <= record["test"] <= 1
 
 
+@pytest.mark.slow
+def test_train_command_with_bf16_on_cpu_trains_the_same_function_in_bf16():
+    """`--precision bf16` end to end on the CPU: the run records bf16, and its loss differs from the
+    fp32 run's (autocast really ran) by no more than bf16 rounding explains."""
+    args = ("train", "--backbone", "tiny", "--task", "synthetic", "--method", "houlsby", "--bottleneck", "8",
+            "--max-steps", "4", "--batch-size", "16", "--device", "cpu", "--json")
+    runs = {}
+    for precision in ("fp32", "bf16"):
+        p = cli(*args, "--precision", precision)
+        assert p.returncode == 0, p.stderr
+        runs[precision] = json.loads(p.stdout.strip().splitlines()[-1])
+    assert runs["bf16"]["config"]["train"]["precision"] == "bf16"
+    fp32, bf16 = runs["fp32"]["final_train_loss"], runs["bf16"]["final_train_loss"]
+    assert fp32 != bf16  # bf16 matmuls round differently: identical losses would mean no autocast
+    # bf16 keeps 8 significant bits: each matmul output is off by up to 2^-9 ~ 2e-3 of its size. The
+    # tiny random model's logits are O(0.1) (loss ~ ln 3 = 1.1), so a few such roundings per layer over
+    # 3 layers move the loss by ~1e-3 at most; 1e-2 leaves room and still catches a different function.
+    assert abs(fp32 - bf16) < 1e-2, (fp32, bf16)
+
+
 def test_fp16_on_cpu_is_refused_with_the_fix():
     with pytest.raises(ValueError, match="fp16 autocast needs a GPU; on CPU use --precision bf16"):
         quick_run(train={"precision": "fp16", "max_steps": 2})
@@ -116,3 +137,32 @@ def test_bad_arguments_print_one_clear_line_and_exit_2(args, message):
     lines = [line for line in p.stderr.strip().splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], p.stderr
     assert "Traceback" not in p.stderr
+
+
+# ----------------------------------------------------------------------------- convergence rule
+
+def curve(*points):
+    return [{"step": s, "train_loss": loss, "validation": v} for s, loss, v in points]
+
+
+def test_convergence_needs_a_plateau_and_a_loss_under_the_class_entropy():
+    entropy = 0.91  # airline's class mix
+    plateau = curve((40, 0.8, 0.70), (80, 0.5, 0.815), (120, 0.45, 0.82))
+    assert T.convergence(plateau, entropy) == {"converged": True, "final_train_loss": 0.45,
+                                               "plateau_gain": pytest.approx(0.005)}
+    still_climbing = curve((40, 0.8, 0.70), (80, 0.6, 0.76), (120, 0.5, 0.80))
+    assert not T.convergence(still_climbing, entropy)["converged"]  # +4 points in the last third
+    at_the_class_mix = curve((40, 0.95, 0.63), (80, 0.93, 0.63), (120, 0.92, 0.63))  # flat, but learned nothing
+    assert not T.convergence(at_the_class_mix, entropy)["converged"]
+    assert T.convergence(at_the_class_mix, None)["converged"]  # no entropy (regression): the plateau decides
+    assert not T.convergence(curve((120, 0.1, 0.9)), entropy)["converged"]  # one evaluation shows no plateau
+    assert T.convergence([], entropy)["final_train_loss"] is None
+
+
+def test_a_run_records_its_verdict_and_the_class_entropy():
+    record = quick_run(train={"max_steps": 60, "eval_every": 20})
+    assert record["class_entropy"] == pytest.approx(T.class_entropy(load_task("synthetic").splits["train"]["label"]))
+    assert 0.9 < record["class_entropy"] < 1.1  # three classes, nearly balanced: close to ln 3
+    verdict = T.convergence(record["curve"], record["class_entropy"])
+    assert {k: record[k] for k in verdict} == verdict and record["final_train_loss"] == record["curve"][-1]["train_loss"]
+    assert T.class_entropy([0, 0, 0, 0]) == 0.0 and T.class_entropy([0, 1]) == pytest.approx(np.log(2))

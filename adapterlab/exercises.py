@@ -1,0 +1,289 @@
+"""Checkers for the course exercises: `check(name, answer)` in a notebook cell.
+
+A checker compares the student's answer with the package's tested implementation on
+fresh random inputs (float64, so rounding never decides a verdict) and prints either a
+pass or a hint that names what is wrong -- the wrong shape, a missing skip connection,
+a count off by the biases -- without printing the answer. A stub (a function that
+raises NotImplementedError, or an answer left as None or ...) reports "not yet", so a
+notebook with its stubs left in still runs to the end.
+
+    from adapterlab.exercises import check
+    check("01.adapter_forward", adapter_forward)
+
+`EXERCISES` lists every exercise with its one-line statement.
+"""
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .layers import BottleneckAdapter, PHMLinear
+
+
+@dataclass
+class Result:
+    exercise: str
+    passed: bool
+    message: str
+
+    def __bool__(self):
+        return self.passed
+
+    def __str__(self):
+        mark = "PASS" if self.passed else "NOT YET"
+        return f"[{mark}] {self.exercise}: {self.message}"
+
+
+class Hint(Exception):
+    """Raised inside a checker: the answer is wrong, and the message says how."""
+
+
+def _stub(answer):
+    return answer is None or answer is Ellipsis
+
+
+def _call(fn, *args):
+    """Run the student's function; a stub or a crash becomes a hint, not a traceback."""
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise Hint("the stub is still there: replace `raise NotImplementedError` with your code") from None
+    except Exception as error:  # the student's bug, reported in one line
+        raise Hint(f"your function raised {type(error).__name__}: {error}") from None
+
+
+def _same(a, b):
+    # float64 on inputs of order one: rounding differences are ~1e-15, a real mistake is order one
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _shape(result, expected, what):
+    if not isinstance(result, torch.Tensor):
+        raise Hint(f"{what} should be a torch.Tensor, got {type(result).__name__}")
+    if result.shape != expected.shape:
+        raise Hint(f"{what} has shape {tuple(result.shape)}, expected {tuple(expected.shape)}")
+
+
+# ------------------------------------------------------------------ 01: the bottleneck adapter
+
+def _adapter_weights(d, m, gen):
+    return (torch.randn(d, m, generator=gen, dtype=torch.float64), torch.randn(m, generator=gen, dtype=torch.float64),
+            torch.randn(m, d, generator=gen, dtype=torch.float64), torch.randn(d, generator=gen, dtype=torch.float64))
+
+
+def _reference_adapter(h, W_down, b_down, W_up, b_up):
+    d, m = W_down.shape
+    ref = BottleneckAdapter(d, m, activation="gelu").double()
+    with torch.no_grad():  # nn.Linear stores the transpose of the papers' (in, out) matrix
+        ref.down.weight.copy_(W_down.T), ref.down.bias.copy_(b_down)
+        ref.up.weight.copy_(W_up.T), ref.up.bias.copy_(b_up)
+        return ref(h)
+
+
+def check_adapter_forward(adapter_forward):
+    """adapter_forward(h, W_down, b_down, W_up, b_up) -> h + f(h W_down + b_down) W_up + b_up, f = GELU."""
+    gen = torch.Generator().manual_seed(1)
+    d, m = 12, 3
+    h = torch.randn(2, 5, d, generator=gen, dtype=torch.float64)
+    weights = _adapter_weights(d, m, gen)
+    out = _call(adapter_forward, h, *weights)
+    expected = _reference_adapter(h, *weights)
+    _shape(out, expected, "the adapter's output")
+    W_down, b_down, W_up, b_up = weights
+    if _same(out, expected):
+        return "matches adapterlab.BottleneckAdapter on random weights"
+    if _same(out, expected - h):
+        raise Hint("the skip connection is missing: the adapter adds its result back to its input")
+    if _same(out, h + (h @ W_down + b_down) @ W_up + b_up):
+        raise Hint("there is no nonlinearity between the two projections (use F.gelu)")
+    if _same(out, h + F.relu(h @ W_down + b_down) @ W_up + b_up):
+        raise Hint("the nonlinearity should be GELU (F.gelu), as in BERT's feed-forward")
+    raise Hint("the output differs from h + f(h W_down + b_down) W_up + b_up; check each term")
+
+
+def check_identity_init(init_adapter):
+    """init_adapter(d, m) -> (W_down, b_down, W_up, b_up): exactly the identity, yet able to learn."""
+    d, m = 16, 4
+    torch.manual_seed(0)
+    params = _call(init_adapter, d, m)
+    if not (isinstance(params, (tuple, list)) and len(params) == 4):
+        raise Hint("return four tensors: (W_down, b_down, W_up, b_up)")
+    expected_shapes = [(d, m), (m,), (m, d), (d,)]
+    for name, p, shape in zip(("W_down", "b_down", "W_up", "b_up"), params, expected_shapes):
+        if not isinstance(p, torch.Tensor) or tuple(p.shape) != shape:
+            raise Hint(f"{name} should be a tensor of shape {shape}")
+    params = [p.detach().double().requires_grad_(True) for p in params]
+    h = torch.randn(3, d, dtype=torch.float64)
+    out = _reference_adapter(h, *[p.detach() for p in params])
+    if not torch.equal(out, h):
+        raise Hint("the adapter is not exactly the identity at init: what must be zero for the added term to vanish?")
+    W_down, b_down, W_up, b_up = params
+    loss = (h + F.gelu(h @ W_down + b_down) @ W_up + b_up).pow(2).sum()
+    loss.backward()
+    if W_up.grad.abs().max() == 0:
+        raise Hint("the identity holds, but the up-projection gets no gradient: "
+                   "with a zero down-projection the adapter cannot start learning")
+    return "exactly the identity, and the up-projection receives a gradient"
+
+
+def check_houlsby_count(count_houlsby):
+    """count_houlsby(d, L, m) -> adapter parameters (weights + biases) of Houlsby adapters in an L-layer model."""
+    for d, L, m in ((768, 12, 64), (1024, 24, 64), (384, 6, 8)):
+        per = sum(p.numel() for p in BottleneckAdapter(d, m).parameters())  # the package's adapter
+        expected = 2 * L * per
+        got = _call(count_houlsby, d, L, m)
+        if got == expected:
+            continue
+        if got == L * per:
+            raise Hint("Houlsby puts two adapters in each layer (after attention and after the feed-forward)")
+        if got == 2 * L * 2 * m * d:
+            raise Hint("the projections' biases are missing")
+        if got == expected + 2 * L * 2 * d:
+            raise Hint("count only the adapters: the LayerNorms are trained too, but they are not adapter parameters")
+        raise Hint(f"for d={d}, L={L}, m={m} your count is off by {got - expected:+,}")
+    return "matches the parameters of adapterlab's adapters for BERT-base, BERT-large and MiniLM"
+
+
+# ------------------------------------------------------------------ 02: PHM and Compacter
+
+def check_kron(kron):
+    """kron(A, B) -> the Kronecker product, written without torch.kron."""
+    gen = torch.Generator().manual_seed(2)
+    A = torch.randn(2, 3, generator=gen, dtype=torch.float64)
+    B = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    out = _call(kron, A, B)
+    expected = torch.kron(A, B)
+    _shape(out, expected, "kron(A, B) for A 2x3 and B 4x5")
+    if _same(out, expected):
+        return "matches torch.kron on non-square matrices"
+    if _same(out, torch.kron(B, A)):
+        raise Hint("the factors are swapped: block (i, j) of A ⊗ B is a_ij * B")
+    raise Hint("block (i, j) of the result should be A[i, j] * B")
+
+
+def _phm_reference(n, p, q, gen):
+    x = torch.randn(3, n * p, generator=gen, dtype=torch.float64)
+    A = torch.randn(n, n, n, generator=gen, dtype=torch.float64)
+    B = torch.randn(n, p, q, generator=gen, dtype=torch.float64)
+    layer = PHMLinear(n * p, n * q, n, bias=False).double()
+    with torch.no_grad():
+        layer.rule.copy_(A), layer.B.copy_(B)
+        return x, A, B, layer.forward_materialized(x)
+
+
+def check_phm_forward(phm_forward):
+    """phm_forward(x, A, B) -> x @ sum_i kron(A_i, B_i), computed without building the (in, out) matrix."""
+    gen = torch.Generator().manual_seed(3)
+    x, A, B, expected = _phm_reference(4, 3, 5, gen)
+    out = _call(phm_forward, x, A, B)
+    _shape(out, expected, "the PHM output for n=4, in=12, out=20")
+    if _same(out, expected):
+        return "matches adapterlab.PHMLinear (W = Σ A_i ⊗ B_i)"
+    swapped = x @ sum(torch.kron(B[i], A[i]) for i in range(4))
+    if _same(out, swapped):
+        raise Hint("you computed Σ B_i ⊗ A_i: the rule A comes first")
+    raise Hint("reshape x into n blocks of in/n, multiply each by B_i, and mix the blocks with A_i")
+
+
+def check_compacter_count(count_compacter):
+    """count_compacter(d, m, n, adapters) -> trainable adapter parameters of Compacter (rank 1, one shared rule)."""
+    for d, m, n, adapters in ((768, 24, 4, 48), (384, 64, 4, 12), (512, 32, 8, 16)):
+        one = [PHMLinear(d, m, n, rank=1), PHMLinear(m, d, n, rank=1)]
+        per_adapter = sum(p.numel() for layer in one for name, p in layer.named_parameters() if name != "rule")
+        expected = adapters * per_adapter + n ** 3
+        got = _call(count_compacter, d, m, n, adapters)
+        if got == expected:
+            continue
+        if got - adapters * per_adapter in (adapters * n ** 3, 2 * adapters * n ** 3):  # a rule per adapter/layer
+            raise Hint("Compacter shares one rule A across all layers: count its n³ weights once")
+        if got == adapters * per_adapter:
+            raise Hint("the shared rule A (n³ weights) is trained too")
+        if got == expected - adapters * (d + m):
+            raise Hint("the projections' biases are missing")
+        raise Hint(f"for d={d}, m={m}, n={n}, {adapters} adapters your count is off by {got - expected:+,}")
+    return "matches adapterlab's PHM layers (rank-1 factors, one shared rule)"
+
+
+# ------------------------------------------------------------------ 03: what trains
+
+def _tiny_bert():
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16, num_labels=3)
+    torch.manual_seed(0)
+    return BertForSequenceClassification(config)
+
+
+def check_choose_trainable(choose_trainable):
+    """choose_trainable(model): on a model with Houlsby adapters inserted, set requires_grad as the method does."""
+    from .inject import adapt
+
+    reference = adapt(_tiny_bert(), "houlsby", bottleneck=4)
+    expected = {n for n, p in reference.named_parameters() if p.requires_grad}
+    model = adapt(_tiny_bert(), "houlsby", bottleneck=4)
+    model.requires_grad_(True)  # undo adapt's choice: the student makes it
+    _call(choose_trainable, model)
+    got = {n for n, p in model.named_parameters() if p.requires_grad}
+    if got == expected:
+        return "the same parameters train as with al.adapt(model, 'houlsby')"
+    missing, extra = expected - got, got - expected
+    if any("classifier" in n for n in missing):
+        raise Hint("the classification head is new: it must train")
+    if any("LayerNorm" in n for n in missing):
+        raise Hint("Houlsby trains the LayerNorms as well as the adapters")
+    if any(".adapter." in n for n in missing):
+        raise Hint("some adapter parameters are frozen")
+    if extra:
+        raise Hint(f"{len(extra)} base parameters still train (e.g. {sorted(extra)[0]}); freeze them")
+    raise Hint("the trainable set differs from the method's")
+
+
+def check_train_step(train_step):
+    """train_step(model, batch, optimizer) -> loss: one step that changes the trainable parameters only."""
+    from .inject import adapt
+
+    model = adapt(_tiny_bert(), "houlsby", bottleneck=4).train()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}  # before the student can change it
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    gen = torch.Generator().manual_seed(4)
+    batch = {"input_ids": torch.randint(0, 64, (4, 8), generator=gen), "labels": torch.tensor([0, 1, 2, 1])}
+    loss = _call(train_step, model, batch, optimizer)
+    if not isinstance(loss, (torch.Tensor, float)):
+        raise Hint("return the batch's loss")
+    after = dict(model.named_parameters())
+    changed_frozen = sorted(n for n in frozen if not torch.equal(after[n], before[n]))
+    if changed_frozen:
+        raise Hint(f"a frozen parameter changed ({changed_frozen[0]}): only the trainable ones may move")
+    if all(torch.equal(p, before[n]) for n, p in after.items() if n not in frozen):
+        raise Hint("no trainable parameter moved: did you call backward() and optimizer.step()?")
+    return "the frozen base is bit-identical after the step and the trainable parameters moved"
+
+
+EXERCISES = {
+    "01.adapter_forward": (check_adapter_forward, "write the adapter's forward pass"),
+    "01.identity_init": (check_identity_init, "initialise an adapter that is exactly the identity and can still learn"),
+    "01.houlsby_count": (check_houlsby_count, "count Houlsby adapter parameters by formula"),
+    "02.kron": (check_kron, "write the Kronecker product by hand"),
+    "02.phm_forward": (check_phm_forward, "the PHM forward pass without building W"),
+    "02.compacter_count": (check_compacter_count, "count Compacter's parameters"),
+    "03.choose_trainable": (check_choose_trainable, "choose which parameters train for Houlsby adapters"),
+    "03.train_step": (check_train_step, "one training step that leaves the base unchanged"),
+}
+
+
+def check(name, answer, quiet=False):
+    """Check an exercise; prints and returns a Result (truthy when it passes)."""
+    if name not in EXERCISES:
+        raise ValueError(f"unknown exercise {name!r}; the exercises are: {', '.join(EXERCISES)}")
+    checker, _ = EXERCISES[name]
+    try:
+        if _stub(answer):
+            raise Hint("no answer yet: fill in the cell above")
+        result = Result(name, True, checker(answer))
+    except Hint as hint:
+        result = Result(name, False, str(hint))
+    if not quiet:
+        print(result)
+    return result

@@ -1,0 +1,226 @@
+"""The findings of the four figure families, read from their tidy CSVs, with their noise.
+
+Every number that the notebooks' "Reading the result" cells and the README's findings section
+state comes from here, so no text can contradict the data:
+
+    from adapterlab import findings
+    print(findings.init_scale(df))              # markdown lines for one family's DataFrame
+    print(findings.report("default"))           # all four, from data/results/default/*.csv
+    python -m adapterlab.findings --profile default --write-readme   # the README section
+
+A difference is stated only when it exceeds the noise: two seed means differ when |a - b| > 2 SE,
+SE = sqrt(sd_a^2 / n_a + sd_b^2 / n_b) over seeds (about a 95% test); otherwise it is "within noise".
+A comparison with the majority class treats the baseline as exact. With one seed there is no noise
+estimate, and the text says so.
+"""
+import argparse
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import profiles
+
+FAMILIES = ("layer_removal", "init_scale", "param_performance", "low_resource")
+COLLAPSE = 0.01  # a run "collapsed" when it ends within one point of the majority class
+BEGIN, END = "<!-- findings:begin (python -m adapterlab.findings --write-readme) -->", "<!-- findings:end -->"
+
+
+def pts(value, signed=False):
+    """A fraction as points x100: 0.823 -> '82.3'."""
+    return f"{value * 100:{'+' if signed else ''}.1f}"
+
+
+def difference(a, b):
+    """(mean(a) - mean(b), its SE, verdict) for seed values a and b; b may be an exact number."""
+    a = np.asarray(a, dtype=float)
+    exact = np.isscalar(b)
+    b = np.atleast_1d(np.asarray(b, dtype=float))
+    diff = a.mean() - b.mean()
+    if len(a) < 2 or (not exact and len(b) < 2):
+        return diff, math.nan, "one seed: no noise estimate"
+    se = math.sqrt(a.var(ddof=1) / len(a) + (0.0 if exact else b.var(ddof=1) / len(b)))
+    verdict = "within noise" if abs(diff) <= 2 * se else ("higher" if diff > 0 else "lower")
+    return diff, se, verdict
+
+
+def said(a, b):
+    """'+2.1 ± 1.4 (2 SE), higher' for a difference of seed values."""
+    diff, se, verdict = difference(a, b)
+    noise = "" if math.isnan(se) else f" ± {2 * se * 100:.1f} (2 SE)"
+    return f"{pts(diff, True)}{noise}, {verdict}"
+
+
+def unconverged(df):
+    """'3 of 24 runs not converged' (the rule of adapterlab.train.convergence)."""
+    if "converged" not in df:
+        return "these results predate the convergence record"
+    bad = df[~df["converged"].astype(bool)]
+    return f"{len(bad)} of {len(df)} runs not converged" if len(bad) else f"all {len(df)} runs converged"
+
+
+def _seeds(df):
+    return df["seed"].nunique() if "seed" in df else 1
+
+
+def layer_removal(df):
+    """Single-layer and all-layer removal against no removal and the majority class (one model)."""
+    lines = []
+    for task, d in df.groupby("task", sort=False):
+        full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
+        single = d[d["first_layer"] == d["last_layer"]].set_index("first_layer")["value"] - full
+        every = d[(d["first_layer"] == 0) & (d["last_layer"] == d["last_layer"].max())]["value"].iloc[0]
+        n = int(d["eval_examples"].iloc[0]) if "eval_examples" in d else None
+        noise = f" (one run; sampling SE of one score on {n:,} examples: {pts(math.sqrt(full * (1 - full) / n))})" if n else ""
+        lines += [f"**Layer removal, {task}**{noise}: with every adapter {pts(full)}; removing one layer's adapters "
+                  f"costs at most {pts(-single.min())} points (layer {int(single.idxmin())}); removing all of them "
+                  f"leaves {pts(every)} against {pts(base)} for the majority class "
+                  f"({pts(every - base, True)} points); {unconverged(d.head(1)).replace('runs', 'run')}."]
+    return lines
+
+
+def init_scale(df, flat_below=1e-2):
+    """Flat for std <= flat_below (within noise)? Degraded at the largest std? Collapsed runs."""
+    lines = []
+    for task, d in df.groupby("task", sort=False):
+        by = {std: g["value"].to_numpy() for std, g in d.groupby("init_std")}
+        base = d["baseline"].iloc[0]
+        means = {std: v.mean() for std, v in by.items()}
+        small = [s for s in by if s <= flat_below]
+        hi, lo = max(small, key=means.get), min(small, key=means.get)
+        largest = max(by)
+        collapsed = {std: int((v - base < COLLAPSE).sum()) for std, v in by.items()}
+        flat = difference(by[lo], by[hi])[2]
+        lines += [f"**Init scale, {task}** (validation accuracy, {_seeds(d)} seed(s), {unconverged(d)}; "
+                  f"majority class {pts(base)}):",
+                  "- seed mean per std: " + ", ".join(f"{s:.0e} {pts(m)}" for s, m in sorted(means.items())) + ".",
+                  "- best of the seeds per std (the paper kept the best of 5): "
+                  + ", ".join(f"{s:.0e} {pts(v.max())}" for s, v in sorted(by.items())) + ".",
+                  f"- std ≤ {flat_below:.0e}: lowest mean (std {lo:.0e}) minus highest (std {hi:.0e}) "
+                  f"{said(by[lo], by[hi])}: "
+                  + ("flat within noise, as in the paper." if flat in ("within noise",) else
+                     "no noise estimate." if "one seed" in flat else "not flat: the difference exceeds the noise."),
+                  f"- std {largest:g} against the best std ≤ {flat_below:.0e}: {said(by[largest], by[hi])}"
+                  + (": degraded, as in the paper." if difference(by[largest], by[hi])[2] == "lower" else "."),
+                  "- runs collapsed to the majority class (within one point of it): "
+                  + (", ".join(f"{n} at {s:.0e}" for s, n in sorted(collapsed.items()) if n) or "none")
+                  + f" (of {_seeds(d)} per std)."]
+    return lines
+
+
+def param_performance(df, grid=None):
+    """Each method's chosen learning rate and its difference to full fine-tuning; BitFit vs majority."""
+    lines = []
+    for task, d in df.groupby("task", sort=False):
+        base = d["baseline"].iloc[0]
+        full = d[d["method"] == "full"]["value"].to_numpy()
+        lines.append(f"**Parameters vs performance, {task}** (test accuracy, mean of {_seeds(d)} seed(s), "
+                     f"{unconverged(d)}; full fine-tuning {pts(full.mean())}, majority class {pts(base)}):")
+        for label, g in d.groupby("label", sort=False):
+            lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + (
+                f" (chosen from {g['lr_grid'].iloc[0]})" if "lr_grid" in g else "")
+            vs_full = f"; vs full {said(g['value'], full)}" if len(full) and label != "full" else ""
+            lines.append(f"- {label}: {pts(g['value'].mean())}{lr}, {g['percent'].iloc[0]:.3f}% trained{vs_full}.")
+        bitfit = d[d["method"] == "bitfit"]["value"]
+        if len(bitfit):
+            lines.append(f"- BitFit against the majority class: {said(bitfit, base)}.")
+        cpp, houlsby = d[d["method"] == "compacter++"]["value"], d[d["label"] == "houlsby m=64"]["value"]
+        if len(cpp) and len(houlsby):
+            lines.append(f"- Compacter++ against Houlsby m=64: {said(cpp, houlsby)}.")
+    return lines
+
+
+def low_resource(df):
+    """Per training-set size: each method's mean, and Compacter++ and Houlsby against full fine-tuning."""
+    lines = []
+    for task, d in df.groupby("task", sort=False):
+        lines.append(f"**Low resource, {task}** (test accuracy, mean of {_seeds(d)} seed(s), {unconverged(d)}; "
+                     f"majority class {pts(d['baseline'].iloc[0])}):")
+        for size, g in d.groupby("train_size"):
+            by = {m: r["value"] for m, r in g.groupby("method", sort=False)}
+            means = ", ".join(f"{m} {pts(v.mean())}" for m, v in by.items())
+            vs = "; ".join(f"{m} − full {said(by[m], by['full'])}" for m in by if m != "full" and "full" in by)
+            lines.append(f"- {int(size):,} examples: {means}" + (f"; {vs}" if vs else "") + ".")
+        smallest = d[d["train_size"] == d["train_size"].min()]
+        cpp, full = (smallest[smallest["method"] == m]["value"] for m in ("compacter++", "full"))
+        if len(cpp) and len(full):
+            verdict = difference(cpp, full)[2]
+            lines.append(f"- the paper's finding, Compacter++ above full fine-tuning on the smallest set: "
+                         + {"higher": "reproduced", "lower": "reversed here (Compacter++ is lower)",
+                            "within noise": "not shown (within noise)"}.get(verdict, verdict) + ".")
+    return lines
+
+
+READERS = {"layer_removal": layer_removal, "init_scale": init_scale, "param_performance": param_performance,
+           "low_resource": low_resource}
+
+
+def load(profile, family):
+    """The family's CSV from data/results/<profile>/ (None when it is not there)."""
+    path = profiles.results_dir(profile) / f"{family}.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def from_scratch(profile, family):
+    """What the family's planned runs cost to make, from their stored records: (seconds, runs, what).
+    seconds sums run_seconds (whole runs), or train_seconds (training loops only) for older records."""
+    from . import experiments  # torch and the models: only when asked
+    store = experiments.ResultStore(profiles.results_dir(profile))
+    records = [store.get(experiments.run_key(c, profile, family), family) for c in experiments.plan(profile, family)]
+    records = [r for r in records if r is not None]
+    wall = all("run_seconds" in r for r in records)
+    seconds = sum(r["run_seconds"] if wall else r["train_seconds"] for r in records)
+    return seconds, len(records), "whole runs" if wall else "training loops only"
+
+
+def timing(profile, family):
+    """One sentence for the top of a notebook: what its runs cost from scratch, from the store."""
+    seconds, runs, what = from_scratch(profile, family)
+    if not runs:
+        return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
+    return (f"From scratch this notebook trains {runs} run(s): {seconds / 60:.1f} min on the machine that made "
+            f"the stored results ({what}, summed over data/results/{profiles.get(profile).name}/{family}.jsonl); "
+            "from the store it only redraws.")
+
+
+def report(profile="default"):
+    """Markdown of every family's findings from the profile's committed CSVs."""
+    out = []
+    for family in FAMILIES:
+        df = load(profile, family)
+        if df is None or df.empty:
+            continue
+        seconds, runs, what = from_scratch(profile, family)
+        cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
+        out += READERS[family](df) + [f"  *(from scratch: {cost})*", ""]
+    return "\n".join(out).strip() + "\n"
+
+
+def write_readme(profile="default", path=None):
+    """Replace the README text between BEGIN and END with report(profile); return the new README."""
+    path = Path(path or profiles.project_root() / "README.md")
+    text = path.read_text()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{path} has no findings markers; put {BEGIN} and {END} where the findings go")
+    new = pattern.sub(lambda _: f"{BEGIN}\n{report(profile)}{END}", text)
+    path.write_text(new)
+    return new
+
+
+def readme_section(path=None):
+    """The text between the README's findings markers (what write_readme wrote)."""
+    text = Path(path or profiles.project_root() / "README.md").read_text()
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m adapterlab.findings", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--write-readme", action="store_true", help="write the README's findings section")
+    args = parser.parse_args()
+    if args.write_readme:
+        write_readme(args.profile)
+    print(report(args.profile))

@@ -1,0 +1,237 @@
+"""Build the course website from the executed notebooks (Sphinx + myst-nb, sphinx-book-theme).
+
+    python -m adapterlab.site                       # build/site/ from build/notebooks/default/
+    python -m adapterlab.site --executed DIR ... --out DIR --profile smoke
+
+The pages show the outputs stored in the executed copies that `regenerate` writes; nothing is
+executed or retrained here (for the checkout's own build dir, notebooks whose executed copy is
+missing or older than the source are first run by `regenerate`, which reuses cached results).
+Sphinx and the theme are installed packages, and MathJax (django-static-mathjax) and plotly.js
+(plotly) are copied into the site, so it builds and works offline.
+
+Exercises: a cell tagged `solution` is shown collapsed behind a "Show solution" toggle (code
+cells: source and output; markdown cells: their text). Cells tagged `hide-input`, `hide-cell`
+or `remove-cell` behave as myst-nb documents.
+"""
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from . import profiles, regenerate
+
+SITE_SOURCES = regenerate.CHECKOUT / "site"
+SOLUTION = "solution"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']?(https?:)?//[^>]*>\s*</script>", re.I)
+# what the site copies from the MathJax package: the one combined component, its fonts, the
+# TeX extensions it loads on demand, and the accessibility parts its menu loads
+MATHJAX_PARTS = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "a11y", "sre", "ui"]
+
+
+# ---------------------------------------------------------------- the executed notebooks
+
+def executed_notebooks(sources):
+    """{stem: path} of the executed NN_name.ipynb files in `sources` (folders, searched
+    recursively, or notebook paths), in course order; later sources win."""
+    found = {}
+    for source in map(Path, sources):
+        paths = [source] if source.suffix == ".ipynb" else source.rglob(regenerate.NOTEBOOK_GLOB)
+        for path in paths:
+            if ".ipynb_checkpoints" not in path.parts:
+                found[path.stem] = path
+    return dict(sorted(found.items()))
+
+
+def timings(notebooks):
+    """{stem: {"cpu"|"gpu": {"seconds", "fresh", ...}}} from the timings.json beside the notebooks."""
+    merged = {}
+    for folder in sorted({p.parent for p in notebooks.values()}):
+        try:
+            recorded = json.loads((folder / regenerate.TIMINGS).read_text())
+        except (OSError, ValueError):
+            continue
+        for stem, per_device in recorded.items():
+            if stem in notebooks:
+                merged.setdefault(stem, {}).update(per_device)
+    return merged
+
+
+def prepare(nb):
+    """The notebook as the site shows it: solutions collapsed, no network, no inlined plotly.js.
+
+    The kernel's one-off output that inlines plotly.js (4.8 MB) is dropped, since every page
+    loads the shared copy; scripts from CDNs (plotly adds MathJax's) are dropped, as are widget
+    views, which need a live kernel (their text fallback, e.g. a progress bar's, stays)."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if SOLUTION in tags and cell.cell_type == "code":
+            cell.metadata.tags = [*tags, "hide-cell"]
+            cell.metadata["mystnb"] = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
+        elif SOLUTION in tags and cell.cell_type == "markdown":
+            cell.source = (f'<details class="solution">\n<summary>Show solution</summary>\n\n{cell.source}\n\n'
+                           "</details>")
+        outputs = []
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data is not None:
+                data.pop(WIDGET_VIEW, None)
+                html = data.get("text/html")
+                if isinstance(html, str):
+                    if "window.PlotlyConfig" in html and "plotly-graph-div" not in html:
+                        continue  # plotly.js itself
+                    data["text/html"] = EXTERNAL_SCRIPT.sub("", html)
+                if not data:
+                    continue
+            outputs.append(output)
+        if cell.cell_type == "code":
+            cell.outputs = outputs
+    return nb
+
+
+def failed_cells(nb):
+    """Cells whose stored output is a traceback (cells tagged raises-exception may show one)."""
+    return [i for i, cell in enumerate(nb.cells) if "raises-exception" not in cell.metadata.get("tags", [])
+            and any(o.get("output_type") == "error" for o in cell.get("outputs", []))]
+
+
+# ---------------------------------------------------------------- the landing page
+
+def _title_and_summary(nb):
+    """The notebook's first heading and the paragraph after it."""
+    text = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    lines = text.splitlines()
+    heading = next((i for i, line in enumerate(lines) if line.startswith("#")), None)
+    title = lines[heading].lstrip("#").strip() if heading is not None else ""
+    paragraph = []
+    for line in lines[heading + 1 if heading is not None else 0:]:
+        if line.strip():
+            paragraph.append(line.strip())
+        elif paragraph:
+            break
+    summary = " ".join(paragraph)
+    if not summary.endswith((".", "!", "?")) and "." in summary:  # it leads into a list: keep whole sentences
+        summary = summary[:summary.rindex(".") + 1]
+    return title, summary
+
+
+def _duration(entry):
+    if not entry:
+        return "not measured"
+    seconds = entry["seconds"]
+    text = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    return text + (" (training)" if entry.get("fresh") else " (cached results)")
+
+
+def landing_page(notebooks, times, profile):
+    """index.md: the hand-written introduction, then the notebooks in order with their summaries
+    and the time each took in the last recorded run, on CPU and on GPU."""
+    intro = (SITE_SOURCES / "intro.md").read_text()
+    rows = ["| # | Notebook | CPU | GPU |", "|---|---|---|---|"]
+    order = []
+    for stem in notebooks:
+        title, summary = _title_and_summary(nbformat.read(notebooks[stem], as_version=4))
+        title = re.sub(r"^\d+\s*[·.:-]\s*", "", title) or stem
+        order.append(f"{len(order) + 1}. [{title}]({stem}.ipynb){': ' + summary if summary else ''}")
+        per = times.get(stem, {})
+        rows.append(f"| {stem[:2]} | [{title}]({stem}.ipynb) | {_duration(per.get('cpu'))} | {_duration(per.get('gpu'))} |")
+    toc = "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 1", "", *notebooks, "```"])
+    return "\n\n".join([
+        intro.rstrip(), "## In order", "\n".join(order),
+        f"## How long each notebook takes\n\nMeasured by the last `python -m adapterlab regenerate --profile {profile}` "
+        "run on each kind of machine (\"cached results\": it redrew from the committed results; \"training\": "
+        "it trained with `--fresh`). \"not measured\": no such run was recorded.",
+        "\n".join(rows), toc]) + "\n"
+
+
+# ---------------------------------------------------------------- the build
+
+def _copy_assets(static):
+    """plotly.min.js from the plotly package and MathJax from django-static-mathjax, into _static/."""
+    import mathjax
+    import plotly
+
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static / "plotly.min.js")
+    es5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    for part in MATHJAX_PARTS:
+        source, target = es5 / part, static / "mathjax" / part
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def build(sources, out, profile="default", quiet=True):
+    """Build the website from the executed notebooks in `sources` into `out`/html; return the
+    path of its index.html. Raises ValueError when there is no notebook or one holds a traceback,
+    RuntimeError (with Sphinx's output) when Sphinx fails."""
+    notebooks = executed_notebooks(sources)
+    if not notebooks:
+        raise ValueError(f"no executed notebooks (NN_name.ipynb) in {', '.join(map(str, sources))}; "
+                         f"run `python -m adapterlab regenerate --profile {profile}` first")
+    out = Path(out)
+    src = out / "source"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(SITE_SOURCES, src, ignore=shutil.ignore_patterns("intro.md", "__pycache__"))
+    broken = []
+    for stem, path in notebooks.items():
+        nb = nbformat.read(path, as_version=4)
+        if failed_cells(nb):
+            broken.append(f"{path} (cells {', '.join(str(i + 1) for i in failed_cells(nb))})")
+        nbformat.write(prepare(nb), src / path.name)
+    if broken:
+        raise ValueError("these executed notebooks stopped on an error; fix and re-run them first: " + "; ".join(broken))
+    (src / "index.md").write_text(landing_page(notebooks, timings(notebooks), profile))
+    _copy_assets(src / "_static")
+    html = out / "html"
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-j", "auto", "-E", *(["-q"] if quiet else []),
+               str(src), str(html)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"sphinx-build failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    if done.stderr.strip():
+        print(done.stderr.strip(), file=sys.stderr)  # Sphinx's warnings
+    return html / "index.html"
+
+
+def _stale(profile):
+    """Source notebooks whose executed copy in the checkout's build dir is missing or older."""
+    folder = regenerate.build_dir(profile)
+    return [nb.stem[:2] for nb in regenerate.find_notebooks()
+            if not (folder / nb.name).exists() or (folder / nb.name).stat().st_mtime < nb.stat().st_mtime]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m adapterlab.site", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", default="default", help="whose executed notebooks to show (default: default)")
+    parser.add_argument("--executed", nargs="+", help="folders or .ipynb files of executed notebooks "
+                        "(default: build/notebooks/<profile>/, brought up to date first)")
+    parser.add_argument("--out", default=None, help="where the site goes (default: build/site/<profile>)")
+    args = parser.parse_args(argv)
+    profile = profiles.get(args.profile).name
+    sources = args.executed
+    if not sources:
+        stale = _stale(profile)
+        if stale and regenerate.regenerate(profile, only=stale) != 0:
+            return 1
+        sources = [regenerate.build_dir(profile)]
+    out = Path(args.out) if args.out else regenerate.output_root() / "build" / "site" / profile
+    try:
+        index = build(sources, out, profile)
+    except (ValueError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"site: {index}\nserve it with: python -m http.server -d {index.parent}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,425 @@
+"""Sweeps: every planned run of a profile that the store lacks, trained in parallel.
+
+    python -m adapterlab sweep --profile paper                      # one worker per GPU here
+    python -m adapterlab sweep --profile paper --executor ray --address auto   # a Ray cluster
+    python -m adapterlab sweep --profile smoke --only 05,07 --max-parallel 2
+
+The runs come from experiments.plan(), the same planner the notebooks and `regenerate --dry-run`
+use, so a sweep trains exactly what the notebooks would; afterwards the notebooks redraw from the
+store and train nothing. Design choices, and why:
+
+- Workers only compute. A run's record (and, for layer removal, its adapter weights as bytes) comes
+  back to the driver, and the driver alone writes the result store (atomic, as ever). A Ray cluster
+  therefore needs no shared filesystem, and two workers never race on a file.
+- Layer removal has a second stage (scoring every span of removed adapters on the best run). The
+  sweep trains the runs and stores each adapter in the store's checkpoint folder; notebook 04 (or
+  experiments.layer_removal) scores the spans from that checkpoint: evaluation only, no training.
+- Plans may grow (param_performance picks a learning rate on its first seed before planning the
+  others), so the sweep re-plans after each wave until nothing new is missing.
+- A run that raises is recorded in <results>/sweep_failures.json with its error and the sweep goes
+  on; the exit status is 1 and the summary names every failure. A rerun retries failed runs (they
+  are not in the store), and a success removes them from the file. A worker that dies (killed,
+  out of memory) is retried `retries` times, then counts as failed.
+- Ctrl-C stops the workers; every run finished so far is already stored, so a rerun resumes.
+
+Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU (one on
+CPU: a process rather than the driver itself, so that a crash or Ctrl-C in training leaves the
+driver standing); "ray" submits each run as a Ray task (num_gpus=1 when the cluster has GPUs).
+"""
+import datetime
+import math
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from . import experiments as ex
+from . import profiles as profiles_module
+from .inject import ADAPTER_CONFIG
+from .results import ResultStore, config_key
+
+NOTEBOOK_FAMILY = {"04": "layer_removal", "05": "init_scale", "06": "param_performance", "07": "low_resource"}
+FAILURES = "sweep_failures.json"
+
+
+# ----------------------------------------------------------------------------- what to run
+
+@dataclass
+class Run:
+    """One planned training run: its family, store key (a dict) and RunConfig."""
+    family: str
+    key: dict
+    config: object
+
+    @property
+    def id(self):
+        return config_key(self.key)
+
+    def spec(self, profile):
+        """What a worker needs, as plain data (it travels to other processes and machines)."""
+        return {"config": self.config.to_dict(), "eval_size": ex.eval_size(profile, self.family),
+                "save": self.family == "layer_removal"}  # notebook 04 scores spans from this adapter
+
+    def __str__(self):
+        return f"{self.family} {self.id}: {ex.describe(self.config)}"
+
+
+def families(only=None):
+    """The families of `only` ("04,06", "layer_removal", a list); all four for None."""
+    if not only:
+        return list(ex.FAMILIES)
+    tokens = only.split(",") if isinstance(only, str) else [str(t) for t in only]
+    chosen = set()
+    for token in (t.strip() for t in tokens if t.strip()):
+        number = token.zfill(2) if token.isdigit() else token[:2]
+        family = NOTEBOOK_FAMILY.get(number, token if token in ex.FAMILIES else None)
+        if family is None:
+            choices = ", ".join(f"{n} ({f})" for n, f in NOTEBOOK_FAMILY.items())
+            raise ValueError(f"no experiment {token!r} to sweep; choose among {choices}")
+        chosen.add(family)
+    return [f for f in ex.FAMILIES if f in chosen]
+
+
+def missing(profile, only=None, skip=()):
+    """The planned runs the store does not hold (nor listed in `skip`, a set of run ids), in plan order."""
+    p = ex._profile(profile)
+    store = ResultStore(profiles_module.results_dir(p))
+    runs = []
+    for family in families(only):
+        for config in ex.plan(p, family):
+            run = Run(family, ex.run_key(config, p, family), config)
+            if run.id not in skip and store.get(run.key, family) is None:
+                runs.append(run)
+    return list({r.id: r for r in runs}.values())  # the same run planned twice trains once
+
+
+# ----------------------------------------------------------------------------- the worker
+
+def train_run(spec):
+    """Train one run (in a worker process or a Ray task): {"record", "files"}, files being the saved
+    adapter as {name: bytes} when spec["save"], so the driver can store it without a shared disk."""
+    from .train import RunConfig
+
+    config = RunConfig.from_dict(spec["config"])
+    with tempfile.TemporaryDirectory() as tmp:
+        record = ex.run_one(config, spec["eval_size"], save_to=tmp if spec["save"] else None)
+        files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+    return {"record": record, "files": files}
+
+
+def _error_text(error):
+    """One line naming the error, then the last lines of its traceback (the remote one if any)."""
+    lines = traceback.format_exception(type(error), error, error.__traceback__)
+    cause = error.__cause__  # concurrent.futures puts the worker's traceback here
+    if cause is not None:
+        lines = [str(cause)]
+    tail = "".join(lines).strip().splitlines()[-6:]
+    return f"{type(error).__name__}: {error}".splitlines()[0] + "\n" + "\n".join(tail)
+
+
+# ----------------------------------------------------------------------------- executors
+
+class LocalExecutor:
+    """One worker process per visible GPU (one on CPU), each pinned to its GPU and kept warm."""
+
+    def __init__(self, worker=train_run, max_parallel=None, retries=2):
+        import torch
+
+        gpus = torch.cuda.device_count()
+        slots = max(1, min(max_parallel or gpus or 1, gpus or 1))
+        self.devices = [str(i) for i in range(gpus)][:slots] or [None]
+        self.worker, self.retries = worker, retries
+        self.slots = len(self.devices)
+        self.pools = [self._start(d) for d in self.devices]
+        self.running = {}  # future -> (slot, spec, attempt)
+
+    def _start(self, device):
+        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin, initargs=(device,))
+        pool.pid = pool.submit(os.getpid).result()  # start it now, and know whom to stop on Ctrl-C
+        return pool
+
+    def free(self):
+        return self.slots - len(self.running)
+
+    def submit(self, spec, attempt=0):
+        busy = {slot for slot, _, _ in self.running.values()}
+        slot = next(i for i in range(self.slots) if i not in busy)
+        future = self.pools[slot].submit(self.worker, spec)
+        self.running[future] = (slot, spec, attempt)
+        return future
+
+    def next_done(self):
+        """(handle, result, error) of a finished run; a dead worker is restarted and its run retried."""
+        while True:
+            done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+            future = done.pop()
+            slot, spec, attempt = self.running.pop(future)
+            try:
+                return spec, future.result(), None
+            except BrokenProcessPool as error:  # the worker process died mid-run
+                self.pools[slot] = self._start(self.devices[slot])
+                if attempt < self.retries:
+                    self.submit(spec, attempt + 1)
+                    continue
+                return spec, None, f"worker died {attempt + 1} times: {error}"
+            except Exception as error:
+                return spec, None, _error_text(error)
+
+    def close(self):
+        for pool in self.pools:
+            try:
+                os.kill(pool.pid, signal.SIGTERM)  # a run in progress is abandoned, not waited for
+            except ProcessLookupError:
+                pass
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _pin(device):
+    """Worker start-up: see only its own GPU; leave Ctrl-C to the driver, which stops us cleanly."""
+    if device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class RayExecutor:
+    """Each run a Ray task: one GPU each on a GPU cluster, else one CPU; Ray retries dead workers."""
+
+    def __init__(self, worker=train_run, max_parallel=None, retries=2, address=None):
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("the ray executor needs Ray: pip install -e '.[ray]' (or use --executor local)") from None
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:  # address None: a local cluster on this machine; "auto": the one `ray start` made
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        need = {"num_gpus": 1} if gpus else {"num_cpus": 1}
+        # retry_exceptions=False: a run that raises fails at once; only a lost worker is retried
+        self.task = ray.remote(max_retries=retries, retry_exceptions=False, **need)(worker)
+        self.slots = max(1, min(max_parallel or 10**6, gpus or int(resources.get("CPU", 1))))
+        self.running = {}  # ObjectRef -> spec
+
+    def free(self):
+        return self.slots - len(self.running)
+
+    def submit(self, spec):
+        ref = self.task.remote(spec)
+        self.running[ref] = spec
+        return ref
+
+    def next_done(self):
+        [ref], _ = self.ray.wait(list(self.running), num_returns=1)
+        spec = self.running.pop(ref)
+        try:
+            return spec, self.ray.get(ref), None
+        except self.ray.exceptions.RayTaskError as error:  # the run raised: its own error, not Ray's wrapper
+            return spec, None, _error_text(error.cause) if error.cause else str(error).strip()
+        except self.ray.exceptions.RayError as error:  # worker lost more than `retries` times
+            return spec, None, f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"
+
+    def close(self):
+        for ref in self.running:
+            self.ray.cancel(ref, force=True)
+        if self.started:
+            self.ray.shutdown()
+
+
+# ----------------------------------------------------------------------------- the driver
+
+class Failures:
+    """<results>/sweep_failures.json: {run id: {family, run, error, when}}, rewritten atomically."""
+
+    def __init__(self, root):
+        self.path = Path(root) / FAILURES
+        self.entries = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def set(self, run, error=None):
+        if error is None and self.entries.pop(run.id, None) is None:
+            return  # nothing recorded, nothing to rewrite
+        if error is not None:
+            when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            self.entries[run.id] = {"family": run.family, "run": ex.describe(run.config), "error": error, "when": when}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ResultStore._write_atomic(self.path, json.dumps(self.entries, indent=1, sort_keys=True) + "\n")
+
+
+def _store_result(store, run, result):
+    """The driver's one write per run: the adapter files (if any; its config last, which is what
+    layer_removal checks for) and then the record."""
+    if result["files"]:
+        folder = store.checkpoint_dir(run.key)
+        for name, data in sorted(result["files"].items(), key=lambda item: item[0] == ADAPTER_CONFIG):
+            tmp = folder / f".{name}.tmp"
+            tmp.write_bytes(data)
+            tmp.replace(folder / name)  # atomic, like the store's own writes
+    store.put(run.key, result["record"], run.family)
+
+
+def sweep(profile, only=None, executor="local", address=None, max_parallel=None, retries=2,
+          worker=train_run, progress=True, file=None):
+    """Train every planned run of `profile` (families of `only`) that the store lacks; return the
+    exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume)."""
+    file = file or sys.stdout
+    p = ex._profile(profile)
+    store = ResultStore(profiles_module.results_dir(p))
+    failures = Failures(store.root)
+    attempted, failed = set(), []
+    todo = missing(p, only)
+    if not todo:
+        print(f"sweep {p.name}: every planned run is in {store.root}", file=file)
+        return 0
+    pool = (RayExecutor(worker, max_parallel, retries, address) if executor == "ray"
+            else LocalExecutor(worker, max_parallel, retries) if executor == "local"
+            else None)
+    if pool is None:
+        raise ValueError(f"unknown executor {executor!r}; choose local or ray")
+    print(f"sweep {p.name}: {len(todo)} runs to train with the {executor} executor, {pool.slots} at a time",
+          file=file)
+    bar = tqdm(total=len(todo), unit="run", desc=f"sweep {p.name}", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
+    start = time.time()
+    try:
+        while todo:
+            by_id, queue = {r.id: r for r in todo}, list(todo)
+            while queue or pool.running:
+                while queue and pool.free() > 0:
+                    run = queue.pop(0)
+                    attempted.add(run.id)
+                    pool.submit({**run.spec(p), "id": run.id})
+                spec, result, error = pool.next_done()
+                run = by_id[spec["id"]]
+                if error is None:
+                    _store_result(store, run, result)
+                else:
+                    failed.append((run, error))
+                failures.set(run, error)
+                bar.update()
+                bar.set_postfix(running=len(pool.running), failed=len(failed), left=len(queue), refresh=False)
+            todo = missing(p, only, skip=attempted)  # a grown plan (next stage) has new runs
+            bar.total += len(todo)
+            bar.refresh()
+    except KeyboardInterrupt:
+        bar.close()
+        pool.close()
+        done = len(attempted) - len(failed) - len(pool.running)
+        print(f"\ninterrupted: {done} runs stored; rerun the same command to train the rest", file=file)
+        return 130
+    bar.close()
+    pool.close()
+    ok = len(attempted) - len(failed)
+    print(f"sweep {p.name}: {ok} trained, {len(failed)} failed in {time.time() - start:.0f} s "
+          f"(results in {store.root})", file=file)
+    for run, error in failed:
+        print(f"FAILED {run}\n  " + error.replace("\n", "\n  "), file=file)
+    if failed:
+        print(f"{len(failed)} failed runs are listed in {failures.path}; a rerun retries them", file=file)
+    return 1 if failed else 0
+
+
+# ----------------------------------------------------------------------------- what a plan costs
+
+# The papers' backbones: blocks per stack, width, feed-forward width, vocabulary (their configs)
+SHAPES = {"bert-base-uncased": dict(encoder=12, decoder=0, d=768, ff=3072, vocab=30522),
+          "t5-base": dict(encoder=12, decoder=12, d=768, ff=3072, vocab=32128)}
+# No GPU was at hand to time steps, so costs come from FLOPs on an assumed GPU: an A100's dense bf16
+# peak at 30% utilisation (small models and short sequences keep it far from peak)
+GPU_FLOPS, UTILISATION = 312e12, 0.30
+ANSWER_TOKENS = 4  # a T5 target ("entailment", "3.4") plus end-of-sequence, roughly
+VALIDATION_CAP = 2000  # tasks.py: validation is 10% of GLUE's train split, at most 2,000 examples
+
+
+def forward_flops(shape, tokens):
+    """Matmul FLOPs of one example's forward pass: 2 per weight per token, plus attention's T^2 terms."""
+    d, ff = shape["d"], shape["ff"]
+    encoder = shape["encoder"] * (2 * tokens * (4 * d * d + 2 * d * ff) + 4 * tokens * tokens * d)
+    decoder = shape["decoder"] * 2 * ANSWER_TOKENS * (8 * d * d + 2 * d * ff)
+    head = 2 * ANSWER_TOKENS * d * shape["vocab"] if shape["decoder"] else 0
+    return encoder + decoder + head
+
+
+def backward_factor(config):
+    """Backward FLOPs as a multiple of forward: 2 when all weights train (input and weight gradients),
+    2k/L for top-k (only the top k blocks are back-propagated), else 1 (input gradients through the
+    frozen stack down to the first adapter / LayerNorm; the few trained weights add little)."""
+    from .methods import method
+
+    m = method(config.method, **config.method_args)
+    if m.trains == "all":
+        return 2.0
+    if m.trains == "top-k":
+        return 2.0 * m.k / SHAPES[config.backbone]["encoder"]
+    return 1.0
+
+
+def gpu_seconds(config):
+    """Estimated seconds of one run on the assumed GPU; None for backbones without a known shape.
+    Every example is counted at max_length tokens: an upper bound (batches are length-bucketed)."""
+    shape = SHAPES.get(config.backbone)
+    if shape is None:
+        return None
+    t, task = config.train, config.task.split(":")[0]
+    n_train = config.train_size or ex.GLUE_TRAIN_SIZES.get(task, 0)
+    steps = t.max_steps or math.ceil(t.epochs * math.ceil(n_train / t.batch_size))
+    evaluations = math.ceil(steps / (t.eval_every or math.ceil(n_train / t.batch_size)))
+    n_validation = min(VALIDATION_CAP, round(ex.GLUE_TRAIN_SIZES.get(task, 0) / 9))
+    forward = forward_flops(shape, config.max_length)
+    flops = steps * t.batch_size * forward * (1 + backward_factor(config)) + (evaluations + 1) * n_validation * forward
+    return flops / (GPU_FLOPS * UTILISATION)
+
+
+def plan_table(profile, only=None):
+    """One row per (family, model, task, method): the grid it sweeps, seeds, runs, runs stored, and
+    GPU-hours (estimated from FLOPs; measured train_seconds for runs already stored)."""
+    import pandas as pd
+
+    p = ex._profile(profile)
+    store = ResultStore(profiles_module.results_dir(p))
+    rows = []
+    for family in families(only):
+        for c in ex.plan(p, family):
+            record = store.get(ex.run_key(c, p, family), family)
+            seconds = record["train_seconds"] if record else gpu_seconds(c)
+            setting = {"lr": c.train.lr, "epochs" if not c.train.max_steps else "steps": c.train.max_steps or c.train.epochs,
+                       **c.method_args, **({"train_size": c.train_size} if c.train_size else {})}
+            rows.append(dict(family=family, model=c.backbone, task=c.task, method=c.method, seed=c.train.seed,
+                             setting=setting, stored=record is not None, hours=None if seconds is None else seconds / 3600))
+    groups = []
+    for (family, model, task, name), g in pd.DataFrame(rows).groupby(["family", "model", "task", "method"], sort=False):
+        values = {}
+        for setting in g["setting"]:
+            for k, v in setting.items():
+                values.setdefault(k, set()).add(v)
+        grid = " ".join(f"{k}={'/'.join(f'{v:g}' for v in sorted(vs))}" for k, vs in values.items())
+        hours = g["hours"].sum() if g["hours"].notna().all() else float("nan")
+        groups.append(dict(family=family, model=model, task=task, method=name, grid=grid,
+                           seeds=",".join(str(s) for s in sorted(set(g["seed"]))), runs=len(g),
+                           stored=int(g["stored"].sum()), gpu_hours=round(hours, 2)))
+    return pd.DataFrame(groups)
+
+
+def print_plan(profile, only=None, file=None):
+    """The plan table and its total: what `regenerate --dry-run` shows."""
+    table = plan_table(profile, only)
+    if not len(table):
+        return table
+    print(table.to_string(index=False, max_colwidth=70), file=file)
+    total = table["gpu_hours"].sum()
+    if table["gpu_hours"].notna().all():
+        print(f"estimated cost: {total:,.0f} GPU-hours for {table['runs'].sum():,} runs "
+              f"(from FLOPs, every example at max_length tokens on a GPU of "
+              f"{GPU_FLOPS / 1e12:.0f} TFLOP/s at {UTILISATION:.0%} utilisation, an A100's bf16 peak; "
+              f"measured train_seconds for stored runs)", file=file)
+    return table

@@ -1,0 +1,43 @@
+"""The readings the notebooks and the README state: noise-aware verdicts on hand-made tables, and the
+README's findings section equal to what the committed default tables give."""
+import pandas as pd
+import pytest
+
+from adapterlab import findings
+
+
+def test_a_difference_counts_only_beyond_twice_its_standard_error():
+    assert findings.difference([0.80, 0.82, 0.81], [0.70, 0.71, 0.72])[2] == "higher"
+    assert findings.difference([0.80, 0.70, 0.75], [0.76, 0.72, 0.74])[2] == "within noise"
+    assert findings.difference([0.64, 0.65], 0.63)[2] == "higher"  # the majority class is exact
+    assert findings.difference([0.8], [0.7])[2] == "one seed: no noise estimate"
+
+
+def init_df(values):
+    return pd.DataFrame([dict(task="t", init_std=std, seed=seed, value=v, baseline=0.63, converged=v > 0.7)
+                         for std, vs in values.items() for seed, v in enumerate(vs)])
+
+
+def test_init_scale_reading_follows_the_data():
+    flat = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.82, 0.80, 0.83], 1.0: [0.63, 0.63, 0.635]})
+    text = "\n".join(findings.init_scale(flat))
+    assert "flat within noise" in text and "degraded, as in the paper" in text
+    assert "3 of 9 runs not converged" in text and "3 at 1e+00" in text
+    steep = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.70, 0.71, 0.69], 1.0: [0.82, 0.81, 0.83]})
+    text = "\n".join(findings.init_scale(steep))
+    assert "not flat" in text and "degraded" not in text
+
+
+def test_low_resource_verdict_on_the_smallest_set():
+    rows = [dict(task="t", method=m, train_size=n, seed=s, value=v + 0.01 * s, baseline=0.6, converged=True)
+            for n in (100, 1000) for s in range(3)
+            for m, v in (("compacter++", 0.75 if n == 100 else 0.8), ("full", 0.70 if n == 100 else 0.8))]
+    text = "\n".join(findings.low_resource(pd.DataFrame(rows)))
+    assert "smallest set: reproduced" in text and "1,000 examples: compacter++ 81.0, full 81.0" in text
+
+
+def test_readme_findings_are_what_the_committed_tables_give():
+    """Regenerate the section with `python -m adapterlab.findings --profile default --write-readme`."""
+    if findings.load("default", "init_scale") is None:
+        pytest.skip("no committed default results")
+    assert findings.readme_section() == findings.report("default")
