@@ -64,9 +64,11 @@ PROFILES = {
         tasks=("airline",),
         # lr 1e-3 for adapter methods: 0.81 validation accuracy after 80 steps (3e-3 learns as fast when it
         # learns, but one 160-step run stayed at the majority class throughout); full fine-tuning and top-k
-        # 2e-4 (5e-5 too slow); Compacter's rank-1 PHM learns slowly: 1e-2 (3e-3: 0.67 after 64 steps)
+        # 2e-4 (5e-5 too slow). Compacter / Compacter++ with the authors' PHM init (rule N(0, 1e-4), Glorot
+        # factors): 3e-3, as in their configs (150 steps, seed 0, validation accuracy: Compacter++ 1e-3 0.699,
+        # 3e-3 0.813, 1e-2 0.794, 3e-2 0.799; Compacter 3e-3 0.816, 1e-2 0.724)
         train=dict(epochs=3, lr=1e-3, batch_size=32),
-        method_lr={"full": 2e-4, "top-k": 2e-4, "compacter": 1e-2, "compacter++": 1e-2},
+        method_lr={"full": 2e-4, "top-k": 2e-4, "compacter": 3e-3, "compacter++": 3e-3},
         train_size=2000,
         max_length=64,
         eval_size=500,

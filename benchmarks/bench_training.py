@@ -1,12 +1,16 @@
 """Section 1: a training step, adapterlab vs AdapterHub, on the same MiniLM (batch 32, sequence 128).
 
 Runs in benchmarks/.venv-adapterhub (both libraries on transformers 4.57). For each method
-(Houlsby, Compacter, Compacter++) we build the same pretrained model twice -- adapted by
-adapterlab and by AdapterHub with a matched config (see common.py) -- check that both train
-the same number of parameters and give the same kind of output, then time full training steps
-(forward + loss, backward, AdamW step) alternating A B A B after a warm-up.
+(Houlsby, Pfeiffer, Compacter, Compacter++) we first show that adapterlab and AdapterHub with the
+matched config (see common.py) compute the same function: same logits on copied weights
+(common.check_logits; the run stops if they differ). Then we build the same pretrained model
+twice, check that both train the same number of parameters and give the same kind of output,
+and time full training steps (forward + loss, backward, AdamW step) alternating A B A B after a
+warm-up.
 
-Prints one JSON object (the section's results) as its last line.
+    python benchmarks/bench_training.py [--check-only]   # --check-only: the logit checks, seconds
+
+Prints one JSON object (the section's results) as its last line; exits non-zero if a check fails.
 """
 import argparse
 import json
@@ -19,10 +23,12 @@ import timing  # noqa: E402
 
 
 def compare(method, rounds, warmup, batch, seq):
+    logits = common.check_logits(method)  # raises before any timing if the two sides differ
     batches = common.make_batches(2, batch=batch, seq=seq)
     ours = common.adapterlab_model(method)
     theirs = common.adapterhub_model(method)
-    check = common.check_same(ours, theirs, common.make_batches(1, batch=4, seq=16, seed=1)[0])
+    check = {**common.check_same(ours, theirs, common.make_batches(1, batch=4, seq=16, seed=1)[0]),
+             "logits_on_copied_weights": logits}
     before = {n: p.detach().clone() for n, p in theirs.named_parameters() if p.requires_grad and "adapter" in n}
     result = timing.alternate(
         {"adapterlab": common.train_step_fn(ours, batches), "adapterhub": common.train_step_fn(theirs, batches)},
@@ -51,15 +57,39 @@ def compare(method, rounds, warmup, batch, seq):
     }
 
 
+def checks(methods):
+    """Every method's logit check; prints them all, then exits non-zero if any failed."""
+    out = {"versions": common.versions(), "rtol": common.LOGIT_RTOL, "perturb_std": common.PERTURB_STD, "checks": {}}
+    for method in dict.fromkeys(methods):
+        try:
+            out["checks"][method] = common.check_logits(method)
+        except AssertionError as err:
+            out["checks"][method] = {"passed": False, "error": str(err)}
+        r = out["checks"][method]
+        print(f"{method:12s} " + ("ok " if r["passed"] else "FAILED ") + (
+            f"max |logit diff| {r['max_abs_diff']:.1e} (tolerance {r['tolerance']:.0e}, adapters move the logits "
+            f"by {r['adapter_effect']:.2f}), {r['adapterhub_config']} at {'+'.join(r['placement'])}"
+            if "error" not in r else r["error"]), file=sys.stderr, flush=True)
+    out["passed"] = all(r["passed"] for r in out["checks"].values())
+    print(json.dumps(out))
+    if not out["passed"]:
+        sys.exit(1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--batch", type=int, default=common.BATCH)
     ap.add_argument("--seq", type=int, default=common.SEQ)
-    ap.add_argument("--methods", default="houlsby,compacter,compacter++")
+    ap.add_argument("--methods", default="houlsby,pfeiffer,compacter,compacter++")
+    ap.add_argument("--check-only", action="store_true",
+                    help="only the same-logits checks (also Pfeiffer's FFN placement), no timing")
     args = ap.parse_args()
     threads = timing.set_threads()
+    if args.check_only:
+        checks(args.methods.split(",") + ["pfeiffer-ffn"])
+        return
     out = {"threads": threads, "loadavg_start": timing.loadavg(), "batch": args.batch, "seq": args.seq, "rounds": args.rounds,
            "warmup": args.warmup, "versions": common.versions(), "methods": {}}
     for method in args.methods.split(","):

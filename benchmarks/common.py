@@ -7,18 +7,31 @@ Matching AdapterHub's configuration to adapterlab's (adapters 1.3, read from its
       DoubleSeqBn already has mh_adapter=True, output_adapter=True (one adapter after attention,
       one after the feed-forward), original_ln_before=False, original_ln_after=True,
       residual_before_ln=True, no extra LayerNorms, scaling 1.0, dropout 0: the adapter maps the
-      sublayer output h to h + up(gelu(down(h))), then the block's own LayerNorm(. + input) --
-      exactly where adapterlab's forward hook puts it (adapterlab runs it just before the
-      sublayer's dropout, AdapterHub just after; same work).
+      sublayer output h (after its dropout) to h + up(gelu(down(h))), then the block's own
+      LayerNorm(. + input) -- where adapterlab's hook on the sublayer's dropout puts it too.
       init_weights="houlsby" is the same truncated normal (std 1e-2, cut at 2 std) as adapterlab's.
+  Pfeiffer (adapterlab "pfeiffer", m=64): adapterlab's preset is the Compacter paper's
+      Pfeiffer-Adapter, one adapter per block after self-attention; "pfeiffer-ffn" below is the
+      positions=("ffn",) option, AdapterFusion's placement after the feed-forward. Matched by
+      SeqBnConfig(mh_adapter=<after attention>, output_adapter=<after FFN>, original_ln_before=False,
+      gelu, houlsby init). AdapterHub's stock SeqBnConfig/PfeifferConfig (FFN placement) has
+      original_ln_before=True: the extra-LayerNorm function described under Compacter++.
   Compacter (adapterlab "compacter", n=4, rank 1, shared rule, m=24):
       CompacterConfig(reduction_factor=384/24=16, phm_dim=4, phm_rank=1, shared_phm_rule=True,
       factorized_phm_W=True, shared_W_phm=False, factorized_phm_rule=False, phm_bias=True,
       non_linearity="gelu") -- one 4x4x4 rule for the whole model, rank-1 B_i = s_i t_i per layer.
+      AdapterHub's PHMLayer builds H = sum_i kron(A_i, W_left_i W_right_i) and computes x H + b:
+      the same (in, out) convention and Kronecker order as adapterlab's PHMLinear.matrix()
+      (entry [(a,p), (b,q)] = sum_i A_i[a,b] B_i[p,q]), so s, t, rule map to W_left, W_right,
+      phm_rule without transposes (adapterhub_name()).
   Compacter++: CompacterPlusPlusConfig with the same PHM settings (output_adapter only) and
       original_ln_before=False. The stock config inherits original_ln_before=True from SeqBnConfig
       and computes LN(h + x + f(LN(h + x))): one more LayerNorm per block and a different function
-      from adapterlab's LN(x + h + f(h)) (logits differ by ~0.2 on the same weights; matched, 4e-7).
+      from adapterlab's LN(x + h + f(h)).
+
+  check_logits() proves each match: it gives adapterlab's model non-trivial weights, copies every
+  parameter into the AdapterHub model by name, and compares the logits (bench_training.py
+  --check-only; run_all.py runs it before any timing and stops if it fails).
 
   What trains: AdapterHub's train_adapter() freezes the base model (the classifier head, outside
   it, stays trainable) and unfreezes the adapters and the shared rule; adapterlab also trains all
@@ -26,6 +39,7 @@ Matching AdapterHub's configuration to adapterlab's (adapters 1.3, read from its
   check_same() verifies equal trainable counts and equal output shapes before any timing.
 """
 import os
+import re
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -36,9 +50,11 @@ HIDDEN = 384
 BATCH, SEQ = 32, 128
 LR = 1e-3
 
-# adapterlab method name -> (adapterlab overrides, bottleneck m)
+# benchmark method name -> adapterlab overrides ("preset": the adapterlab method when the name is not one)
 METHODS = {
     "houlsby": dict(bottleneck=64),
+    "pfeiffer": dict(bottleneck=64),  # adapterlab's default: after self-attention only
+    "pfeiffer-ffn": dict(preset="pfeiffer", bottleneck=64, positions=("ffn",)),  # after the feed-forward only
     "compacter": dict(bottleneck=24, n=4, rank=1),
     "compacter++": dict(bottleneck=24, n=4, rank=1),
 }
@@ -65,19 +81,29 @@ def adapterlab_model(method, seed=0, **kwargs):
     import adapterlab as al
 
     model = base_model(seed, **kwargs)
-    if method in METHODS:
-        al.adapt(model, method, **METHODS[method])
-    else:  # "full", "layernorm", ...
-        al.adapt(model, method)
+    al.adapt(model, adapterlab_config(method))
     return model
 
 
+def adapterlab_config(method):
+    """The adapterlab MethodConfig a benchmark method name stands for ("full", "layernorm", ...: the preset)."""
+    import adapterlab as al
+
+    overrides = dict(METHODS.get(method, {}))
+    return al.method(overrides.pop("preset", method), **overrides)
+
+
 def adapterhub_config(method):
-    from adapters import CompacterConfig, CompacterPlusPlusConfig, DoubleSeqBnConfig
+    from adapters import CompacterConfig, CompacterPlusPlusConfig, DoubleSeqBnConfig, SeqBnConfig
 
     m = METHODS[method]["bottleneck"]
     if method == "houlsby":
         return DoubleSeqBnConfig(reduction_factor=HIDDEN / m, non_linearity="gelu", init_weights="houlsby")
+    if method.startswith("pfeiffer"):  # one adapter per block, wherever adapterlab's config puts it
+        positions = adapterlab_config(method).positions
+        return SeqBnConfig(reduction_factor=HIDDEN / m, non_linearity="gelu", init_weights="houlsby",
+                           original_ln_before=False, mh_adapter="attention" in positions,
+                           output_adapter="ffn" in positions)
     phm = dict(
         reduction_factor=HIDDEN // m, non_linearity="gelu", phm_dim=4, phm_rank=1, shared_phm_rule=True,
         factorized_phm_W=True, shared_W_phm=False, factorized_phm_rule=False, phm_bias=True,
@@ -196,6 +222,92 @@ def check_same(ours, theirs, batch):
         "same_output_kind": type(a).__name__ == type(b).__name__ and a.logits.shape == b.logits.shape
         and a.loss.shape == b.loss.shape,
     }
+
+
+ADAPTER = "bench"  # the adapter's name in the AdapterHub model
+
+
+def adapterhub_name(name, phm):
+    """adapterlab's parameter name -> AdapterHub's name for the same tensor (BERT models, this benchmark's adapter).
+
+    adapterlab: <sublayer>.dropout.adapter.{down,up}.{weight,bias | s,t,bias}, the shared rule as "phm_rule";
+    AdapterHub: <sublayer>.adapters.bench.{adapter_down.0, adapter_up}.{weight,bias | W_left,W_right,b}
+    (adapter_down is Sequential(projection, activation)), the shared rule under bert.shared_parameters.
+    Base weights, LayerNorms and the head keep their names on both sides.
+    """
+    import adapterlab.inject
+
+    if name == adapterlab.inject.SHARED_RULE_NAME:
+        return f"bert.shared_parameters.{ADAPTER}.phm_rule"
+    match = re.fullmatch(r"(.+)\.dropout\.adapter\.(down|up)\.(\w+)", name)
+    if match is None:
+        return name
+    sublayer, projection, leaf = match.groups()
+    projection = {"down": "adapter_down.0", "up": "adapter_up"}[projection]
+    leaf = {"s": "W_left", "t": "W_right", "bias": "b" if phm else "bias"}.get(leaf, leaf)
+    return f"{sublayer}.adapters.{ADAPTER}.{projection}.{leaf}"
+
+
+def copy_weights(ours, theirs, phm):
+    """Copy every parameter of adapterlab's model into AdapterHub's; both must have exactly the same set."""
+    target = dict(theirs.named_parameters())
+    source = {adapterhub_name(n, phm): p for n, p in ours.named_parameters()}
+    if set(source) != set(target):
+        raise AssertionError(f"parameter names do not map one to one: only adapterlab {sorted(set(source) - set(target))[:5]}, "
+                             f"only AdapterHub {sorted(set(target) - set(source))[:5]}")
+    with torch.no_grad():
+        for name, p in source.items():
+            if p.shape != target[name].shape:
+                raise AssertionError(f"{name}: shape {tuple(p.shape)} (adapterlab) vs {tuple(target[name].shape)}")
+            target[name].copy_(p)
+
+
+# Logit tolerance. Both sides run fp32 (eps 1.2e-7) and differ only in the order of the sums (AdapterHub
+# builds the PHM matrix, adapterlab's rank-1 path does not; fused vs separate adds): each op rounds at
+# ~1e-7 relative, six blocks with LayerNorms in between keep that near 1e-6 of the logits' scale. A config
+# mismatch (an extra LayerNorm, a missing adapter, a transposed factor) moves logits by ~1e-1 or more.
+# 1e-4 of the logits' scale sits two orders above rounding and three below a mismatch.
+LOGIT_RTOL = 1e-4
+# trained-like weights: std of the noise added to every trainable tensor (adapters, rule, LayerNorms, head).
+# At their near-identity init the adapters change nothing and a mismatch would hide behind them; with 0.2
+# they move the logits by ~0.5-1 and the stock Compacter++ config differs by ~0.5 (matched: ~1e-6)
+PERTURB_STD = 0.2
+
+
+def check_logits(method, seed=0):
+    """Same function on both sides: adapterlab's model with perturbed weights, copied into AdapterHub's, eval mode.
+
+    Returns the measured differences; raises AssertionError when they exceed the tolerance, or when the
+    adapters barely change the logits (then the check could not tell a mismatch).
+    """
+    import adapterlab as al
+
+    ours, theirs = adapterlab_model(method, seed), adapterhub_model(method, seed)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in ours.parameters():
+            if p.requires_grad:
+                p.add_(PERTURB_STD * torch.randn(p.shape, generator=g))
+    copy_weights(ours, theirs, phm=adapterlab_config(method).projection == "phm")
+    batch = make_batches(1, batch=4, seq=32, seed=seed + 1, lengths=[32, 20, 9, 32])[0]  # padding too
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
+    ours.eval(), theirs.eval()
+    with torch.no_grad():
+        a, b = ours(**inputs).logits, theirs(**inputs).logits
+        with al.adapters_disabled(ours):
+            plain = ours(**inputs).logits
+    scale = max(1.0, a.abs().max().item())
+    out = {"max_abs_diff": (a - b).abs().max().item(), "max_abs_logit": a.abs().max().item(),
+           "tolerance": LOGIT_RTOL * scale,
+           # how far the adapters move the logits: what a missing or misplaced adapter would show as
+           "adapter_effect": (a - plain).abs().max().item(),
+           "placement": sorted(adapterlab_config(method).positions),
+           "adapterhub_config": type(adapterhub_config(method)).__name__}
+    out["passed"] = out["max_abs_diff"] <= out["tolerance"] and out["adapter_effect"] >= 100 * out["tolerance"]
+    if not out["passed"]:
+        raise AssertionError(f"{method}: adapterlab and AdapterHub compute different functions (or the check "
+                             f"has no power) on copied weights: {out}")
+    return out
 
 
 def versions():

@@ -2,6 +2,8 @@
 
     python benchmarks/run_all.py [--main-python .venv/bin/python] [--only 1,2,3,4,5] [--report-only]
 
+Section 0 checks, before any timing, that adapterlab and AdapterHub compute the same function (same
+logits on copied weights, every side-by-side method): if it fails, nothing is timed and the run exits 1.
 Sections 1 and 2 need AdapterHub, so they run in benchmarks/.venv-adapterhub (transformers 4.57);
 sections 3-5 are about adapterlab alone and run in the main venv. Each section is a separate
 process that prints its results as one JSON line; raw section outputs are kept in
@@ -22,6 +24,7 @@ AH_PY = HERE / ".venv-adapterhub" / "bin" / "python"
 # the kernels an AVX2-only CPU runs (bf16 speed depends on them; common.FORCE_AVX2 has the same three)
 FORCE_AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 SECTIONS = {  # number -> (file, which python, extra arguments[, extra environment])
+    "0": ("bench_training.py", "adapterhub", ["--check-only"]),  # same logits on copied weights; must pass
     "1": ("bench_training.py", "adapterhub", []),
     "2": ("bench_phm_layer.py", "adapterhub", []),
     "2-1thread": ("bench_phm_layer.py", "adapterhub", ["--threads", "1"]),
@@ -30,6 +33,7 @@ SECTIONS = {  # number -> (file, which python, extra arguments[, extra environme
     "3-avx2": ("bench_limits.py", "main", ["--only", "bf16", "--bf16-rounds", "2"], FORCE_AVX2),
     "4": ("bench_heatmap.py", "main", []),
     "5": ("bench_memory.py", "main", []),
+    "6": ("bench_adapterdrop.py", "main", []),  # AdapterDrop with and without the lower LayerNorms trained
 }
 TARGETS = {"houlsby_vs_adapterhub": 1.1, "compacter_vs_adapterhub": 1.2, "lphm_layer_vs_materialized": 1.3,
            "train_vs_inference": 0.45, "heatmap_vs_naive": 1.7}
@@ -70,10 +74,11 @@ def headline(sections):
         out[key] = None if r is None else {
             "ratio": r["ratio"], "iqr": r["ratio_iqr"], "examples_per_s": r["examples_per_s"],
             "median_step_s": r["median_step_s"], "target": TARGETS[key]}
-    if "compacter++" in s1:
-        r = s1["compacter++"]
-        out["compacterpp_vs_adapterhub"] = {"ratio": r["ratio"], "iqr": r["ratio_iqr"],
-                                            "examples_per_s": r["examples_per_s"], "median_step_s": r["median_step_s"]}
+    for key, method in (("compacterpp_vs_adapterhub", "compacter++"), ("pfeiffer_vs_adapterhub", "pfeiffer")):
+        if method in s1:
+            r = s1[method]
+            out[key] = {"ratio": r["ratio"], "iqr": r["ratio_iqr"],
+                        "examples_per_s": r["examples_per_s"], "median_step_s": r["median_step_s"]}
     # The layer calls take milliseconds: with 2 threads on a busy shared 2-core machine they measure
     # the scheduler (a parked thread stalls every op's barrier), so the headline uses the 1-thread
     # run when there is one and keeps the 2-thread ratio beside it.
@@ -133,7 +138,7 @@ def report(results):
              "interquartile range (IQR) as the spread.", "",
              "## Headline (results.json keys)", "",
              "| key | ratio (median) | IQR | target | met | raw medians |", "|---|---|---|---|---|---|"]
-    for key in ("houlsby_vs_adapterhub", "compacter_vs_adapterhub", "compacterpp_vs_adapterhub",
+    for key in ("houlsby_vs_adapterhub", "pfeiffer_vs_adapterhub", "compacter_vs_adapterhub", "compacterpp_vs_adapterhub",
                 "lphm_layer_vs_materialized", "train_vs_inference", "heatmap_vs_naive"):
         v = h.get(key)
         if not v or "ratio" not in v:
@@ -152,6 +157,20 @@ def report(results):
         met = {True: "yes", False: "**no**"}.get(v.get("met"), "–")
         lines.append(f"| `{key}` | {fmt(v['ratio'], 3)} | {fmt(v.get('iqr'), 3)} | {TARGETS.get(key, '–')} | {met} | {raw} |")
 
+    if "checks" in s.get("0", {}):
+        lines += ["", "## 0. Same function before timing: logits on copied weights (eval, fp32)", "",
+                  f"Every trainable tensor of adapterlab's model gets noise of std {s['0']['perturb_std']} (so the "
+                  "adapters matter), all parameters are copied into the AdapterHub model by name, and both "
+                  f"run the same padded batch. Tolerance: {s['0']['rtol']:.0e} × max(1, largest logit) (fp32 "
+                  "rounding is ~1e-6; a mismatched config, e.g. the stock Compacter++ config, differs by ~0.5).", "",
+                  "| method | placement | AdapterHub config | max abs logit diff | tolerance | adapters move logits by | passed |",
+                  "|---|---|---|---|---|---|---|"]
+        for m, r in s["0"]["checks"].items():
+            if "error" in r:
+                lines.append(f"| {m} | | | | | | **no**: {r['error'][:200]} |")
+                continue
+            lines.append(f"| {m} | {' + '.join(r['placement'])} | {r['adapterhub_config']} | {r['max_abs_diff']:.1e} | "
+                         f"{r['tolerance']:.0e} | {r['adapter_effect']:.2f} | {'yes' if r['passed'] else '**no**'} |")
     if "1" in s and "methods" in s["1"]:
         lines += ["", "## 1. Training step, adapterlab vs AdapterHub (batch 32, sequence 128, fp32, CPU)", "",
                   "| method | adapterlab ex/s | AdapterHub ex/s | ratio | IQR | trainable (ours / theirs) | same outputs |",
@@ -232,6 +251,15 @@ def report(results):
             lines.append(f"| {m} | {r['trainable']:,} | {r['peak_rss_mb']:.0f} | {r['training_peak_mb']:.0f} | "
                          f"{'' if saving is None else f'{100 * saving:.0f}%'} | {tsave} |")
         lines += ["", f"GPU: {s5.get('gpu')}"]
+    s6 = s.get("6", {})
+    if "speedup_lower_frozen" in s6:
+        r, c = s6["speedup_lower_frozen"], s6["check"]
+        lines += ["", f"## 6. AdapterDrop: lower LayerNorms frozen vs trained (batch {s6['batch']}, sequence {s6['seq']})",
+                  "", f"Adapters in the top {c['blocks'] - c['dropped_blocks']} of {c['blocks']} blocks; the same "
+                  f"logits on both sides (checked: {c['same_logits']}); trainable "
+                  + ", ".join(f"{k} {v:,}" for k, v in c["trainable"].items())
+                  + f". Step-time speed-up from `train_lower_layernorms=False` (backward stops at the first adapted "
+                  f"block): {r['ratio']:.2f} (IQR {r['iqr']:.2f})."]
     explain = HERE / "explain.md"
     if explain.exists():
         lines += ["", explain.read_text().strip()]
@@ -275,7 +303,11 @@ def main():
         pythons = {"adapterhub": AH_PY, "main": Path(args.main_python).absolute() if os.sep in args.main_python
                    else args.main_python}
         for name in args.only.split(","):
-            run_section(name, pythons[SECTIONS[name][1]])
+            result = run_section(name, pythons[SECTIONS[name][1]])
+            if name == "0" and not result.get("passed"):
+                sys.exit("benchmarks: adapterlab and AdapterHub give different logits on the same weights "
+                         f"(see {RAW / 'section-0.json'}); the side-by-side timings would compare different "
+                         "functions, so nothing is timed")
     sections = load_raw()
     sys.path.insert(0, str(HERE))
     import common  # noqa: E402  (import after the runs: only for machine facts)
