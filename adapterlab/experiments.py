@@ -15,8 +15,8 @@ redraws without training. Each function also writes data/results/<profile>/<fami
 (the columns of DESIGN.md "Result tables", plus extra columns documented per function).
 
 `plan(profile, family)` lists a family's training runs as train.RunConfig objects; the
-store keys are `run_key(config, profile)` (the RunConfig dict, plus "eval_size" when the
-profile caps evaluation sets).
+store keys are `run_key(config, profile)` (the RunConfig dict, the method it resolves to and
+CODE_VERSION, plus "eval_size" when the profile caps evaluation sets).
 """
 import math
 import time
@@ -34,6 +34,7 @@ from . import tasks as task_registry
 from . import train as T
 from .backbones import load_backbone
 from .inject import ADAPTER_CONFIG, adapters_disabled, load_adapter, save_adapter
+from .methods import method
 from .params import count_parameters
 from .results import ResultStore, config_key
 
@@ -98,10 +99,19 @@ def eval_size(profile, family):
     return getattr(p, family, {}).get("eval_size", p.eval_size)
 
 
+# Bump when a change alters what an already-stored run would compute (where adapters sit, how they
+# start, how training runs), so that old records stop matching instead of being reused silently.
+# 2: BERT adapters after the sublayer's dropout; the authors' PHM init; convergence-recording training loop
+CODE_VERSION = 2
+
+
 def run_key(config, profile=None, family=None):
-    """The result-store config of a run: the RunConfig as a dict, plus "eval_size" when the
-    profile (or the family's settings) caps the evaluation sets."""
+    """The result-store config of a run: the RunConfig as a dict, the full method it resolves to (so a
+    changed preset default changes the key), the CODE_VERSION, plus "eval_size" when the profile (or the
+    family's settings) caps the evaluation sets."""
     d = config.to_dict()
+    d["method_config"] = method(config.method, **config.method_args).to_dict()
+    d["code_version"] = CODE_VERSION
     cap = eval_size(profile, family) if family else _profile(profile).eval_size
     if cap is not None:
         d["eval_size"] = cap
@@ -607,7 +617,6 @@ def init_scale(profile=None, fresh=False, progress=True):
 
 
 def _method(config):
-    from .methods import method
     return method(config.method, **config.method_args)
 
 

@@ -328,3 +328,18 @@ def test_every_paper_config_builds_on_a_tiny_model():
     assert len(methods_seen) > 25 and len(pairs_seen) == 2 + 8
     t5 = [c for c in configs if c.backbone == "t5-base"]
     assert t5 and not any(c.method == "bitfit" for c in t5)  # T5 has no biases
+
+
+def test_a_record_keyed_without_the_resolved_method_is_not_reused(tmp_path):
+    """Records made before a preset default or the adapter placement changed must miss, not be reused:
+    the key holds what the method name resolves to and the code version."""
+    config = ex.plan("smoke", "init_scale")[0]
+    key = ex.run_key(config, "smoke", "init_scale")
+    assert key["method_config"] == ex.method(config.method, **config.method_args).to_dict()
+    assert key["code_version"] == ex.CODE_VERSION
+    store = ex.ResultStore(tmp_path)
+    old_style = {k: v for k, v in key.items() if k not in ("method_config", "code_version")}
+    store.put(old_style, {"validation": 0.9}, "init_scale")
+    assert store.get(key, "init_scale") is None
+    store.put(key, {"validation": 0.8}, "init_scale")
+    assert store.get(key, "init_scale")["validation"] == 0.8
