@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test figures figures-fresh lab site
+.PHONY: setup test figures figures-fresh lab site course
 setup: $(STAMP)
 
 # pyproject.toml is the one list of requirements; a change to it reinstalls. The ray extra is for
@@ -32,5 +32,9 @@ lab: $(STAMP)
 # missing or older than their source, from cached results): build/site/default/html/index.html
 site: $(STAMP)
 	$(PY) -m adapterlab.site --profile default
+
+# the student version (stubs) and the teacher's version (solutions filled in) of every notebook
+course: $(STAMP)
+	$(PY) -m adapterlab.exercises --out build/course
 
 include benchmarks/Makefile.inc

@@ -287,3 +287,80 @@ def check(name, answer, quiet=False):
     if not quiet:
         print(result)
     return result
+
+
+# ------------------------------------------------------------------ the two versions of the course
+#
+# In the notebooks an exercise is a code cell tagged "exercise" whose metadata names it
+# ({"exercise": "01.adapter_forward"}); it holds the stub. Solutions live outside the student
+# notebooks, in notebooks/solutions/<notebook>.py, one section per exercise:
+#     # %% exercise: 01.adapter_forward
+#     def adapter_forward(...): ...
+# `python -m adapterlab.exercises --out DIR` writes DIR/student/ (the notebooks as they are) and
+# DIR/solutions/ (each stub replaced by its solution and tagged "solution", which the course site
+# shows collapsed).
+
+EXERCISE_TAG, SOLUTION_TAG = "exercise", "solution"
+MARKER = "# %% exercise:"
+
+
+def exercise_cells(nb):
+    """[(exercise name, cell)] for the stub cells of a notebook (an nbformat node or a JSON dict)."""
+    return [(cell["metadata"]["exercise"], cell) for cell in nb["cells"]
+            if EXERCISE_TAG in cell.get("metadata", {}).get("tags", [])]
+
+
+def read_solutions(path):
+    """{exercise name: source} from a solutions file (sections start with MARKER)."""
+    solutions, name = {}, None
+    for line in open(path, encoding="utf-8").read().splitlines():
+        if line.startswith(MARKER):
+            name = line[len(MARKER):].strip()
+            solutions[name] = []
+        elif name is not None:
+            solutions[name].append(line)
+    return {n: "\n".join(lines).strip() + "\n" for n, lines in solutions.items()}
+
+
+def with_solutions(nb, solutions):
+    """A copy of the notebook with every stub replaced by its solution (tagged "solution")."""
+    import copy
+
+    nb = copy.deepcopy(nb)
+    for name, cell in exercise_cells(nb):
+        if name not in solutions:
+            raise ValueError(f"no solution for exercise {name!r}; add a '{MARKER} {name}' section")
+        cell["source"] = solutions[name]
+        tags = [t for t in cell["metadata"]["tags"] if t != EXERCISE_TAG]
+        cell["metadata"]["tags"] = tags + [SOLUTION_TAG]
+    return nb
+
+
+def build_course(out, notebooks_dir=None):
+    """Write out/student/ and out/solutions/ (every numbered notebook); returns the two folders."""
+    import json
+    from pathlib import Path
+
+    notebooks_dir = Path(notebooks_dir or Path(__file__).resolve().parents[1] / "notebooks")
+    student, solved = Path(out) / "student", Path(out) / "solutions"
+    for folder in (student, solved):
+        folder.mkdir(parents=True, exist_ok=True)
+    for path in sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        (student / path.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        solutions_file = notebooks_dir / "solutions" / f"{path.stem}.py"
+        solutions = read_solutions(solutions_file) if solutions_file.exists() else {}
+        filled = with_solutions(nb, solutions)
+        (solved / path.name).write_text(json.dumps(filled, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return student, solved
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m adapterlab.exercises",
+                                     description="write the student and the solution version of the notebooks")
+    parser.add_argument("--out", default="build/course", help="folder for student/ and solutions/")
+    args = parser.parse_args()
+    for folder in build_course(args.out):
+        print(f"wrote {folder}")

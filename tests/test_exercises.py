@@ -1,5 +1,8 @@
 """Every exercise checker passes a right answer, says "not yet" to the stub, and rejects a typical
 wrong answer with the hint written for that mistake."""
+import json
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,56 +15,24 @@ def stub(*args):
     raise NotImplementedError
 
 
-# ---------------------------------------------------------------- right answers (as a teacher would write them)
+# ---------------------------------------------------------------- right answers: the teacher's solution files
 
-def adapter_forward(h, W_down, b_down, W_up, b_up):
-    return h + F.gelu(h @ W_down + b_down) @ W_up + b_up
-
-
-def identity_init(d, m):
-    return torch.randn(d, m) * 1e-2, torch.zeros(m), torch.zeros(m, d), torch.zeros(d)
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION_FILES = sorted((ROOT / "notebooks" / "solutions").glob("*.py"))
 
 
-def houlsby_count(d, L, m):
-    return 2 * L * (2 * m * d + d + m)
+def _solutions():
+    """{exercise: the function its solution defines}, each section run as the solution notebook runs it."""
+    found = {}
+    for path in SOLUTION_FILES:
+        for name, source in exercises.read_solutions(path).items():
+            namespace = {"torch": torch, "F": F}  # what the notebooks' exercise section imports
+            exec(source, namespace)
+            (found[name],) = [v for k, v in namespace.items() if k not in ("torch", "F", "__builtins__")]
+    return found
 
 
-def kron(A, B):
-    (a, b), (p, q) = A.shape, B.shape
-    return (A[:, None, :, None] * B[None, :, None, :]).reshape(a * p, b * q)
-
-
-def phm_forward(x, A, B):
-    n, p, q = B.shape
-    blocks = x.reshape(*x.shape[:-1], n, p)  # input block a of size p
-    per_factor = torch.einsum("...ap,ipq->...iaq", blocks, B)  # x_a B_i
-    return torch.einsum("...iaq,iab->...bq", per_factor, A).reshape(*x.shape[:-1], n * q)
-
-
-def compacter_count(d, m, n, adapters):
-    down = n * (d // n + m // n) + m  # rank-1 factors s_i (d/n), t_i (m/n), bias
-    up = n * (m // n + d // n) + d
-    return adapters * (down + up) + n ** 3
-
-
-def choose_trainable(model):
-    for name, p in model.named_parameters():
-        p.requires_grad_(".adapter." in name or "LayerNorm" in name or name.startswith("classifier"))
-
-
-def train_step(model, batch, optimizer):
-    loss = model(**batch).loss
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return loss
-
-
-RIGHT = {
-    "01.adapter_forward": adapter_forward, "01.identity_init": identity_init, "01.houlsby_count": houlsby_count,
-    "02.kron": kron, "02.phm_forward": phm_forward, "02.compacter_count": compacter_count,
-    "03.choose_trainable": choose_trainable, "03.train_step": train_step,
-}
+RIGHT = _solutions()
 
 # ---------------------------------------------------------------- typical mistakes, with the hint each must get
 
@@ -93,8 +64,11 @@ WRONG = {
 }
 
 
-def test_every_exercise_has_a_right_and_a_wrong_answer_here():
-    assert set(RIGHT) == set(WRONG) == set(exercises.EXERCISES)
+def test_every_exercise_has_a_solution_a_wrong_answer_and_a_place_in_a_notebook():
+    in_notebooks = [name for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+                    for name, _ in exercises.exercise_cells(json.loads(path.read_text()))]
+    assert sorted(in_notebooks) == sorted(set(in_notebooks)), "an exercise appears twice in the notebooks"
+    assert set(RIGHT) == set(WRONG) == set(exercises.EXERCISES) == set(in_notebooks)
 
 
 @pytest.mark.parametrize("name", sorted(exercises.EXERCISES))
@@ -127,4 +101,64 @@ def test_a_crash_is_reported_not_raised():
 
 def test_unknown_exercise_names_the_known_ones():
     with pytest.raises(ValueError, match="01.adapter_forward"):
-        check("01.adaptor", adapter_forward)
+        check("01.adaptor", RIGHT["01.adapter_forward"])
+
+
+def test_the_course_build_writes_students_stubs_and_teachers_solutions(tmp_path):
+    student, solved = exercises.build_course(tmp_path, ROOT / "notebooks")
+    names = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(p.name for p in student.glob("*.ipynb")) == names == sorted(p.name for p in solved.glob("*.ipynb"))
+    for name in names:
+        stubs = exercises.exercise_cells(json.loads((student / name).read_text()))
+        filled = json.loads((solved / name).read_text())
+        assert not exercises.exercise_cells(filled)  # no stub is left in the solution version
+        solution_cells = [c for c in filled["cells"] if "solution" in c["metadata"].get("tags", [])]
+        assert [c["metadata"]["exercise"] for c in solution_cells] == [n for n, _ in stubs]
+        assert all("NotImplementedError" in "".join(c["source"]) for _, c in stubs)
+        assert not any("NotImplementedError" in "".join(c["source"]) for c in solution_cells)
+
+
+def test_a_missing_solution_is_named():
+    nb = {"cells": [{"cell_type": "code", "source": "raise NotImplementedError",
+                     "metadata": {"tags": ["exercise"], "exercise": "01.kron"}}]}
+    with pytest.raises(ValueError, match="no solution for exercise '01.kron'"):
+        exercises.with_solutions(nb, {})
+
+
+# ---------------------------------------------------------------- the notebooks themselves, headless
+
+from test_notebooks import smoke_run, smoke_runner  # noqa: E402,F401  (the session's smoke runs, shared)
+
+WITH_EXERCISES = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+                  if exercises.exercise_cells(json.loads(p.read_text()))]
+
+
+def _printed(executed):
+    nb = json.loads(Path(executed).read_text())
+    return "".join(out.get("text", "") if isinstance(out.get("text", ""), str) else "".join(out["text"])
+                   for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", []))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", WITH_EXERCISES, ids=lambda p: p.stem)
+def test_with_the_stubs_left_in_every_check_says_not_yet_and_the_notebook_completes(notebook, smoke_run):
+    run = smoke_run(notebook)
+    assert run.status == 0, run.output[-3000:]
+    printed = _printed(run.executed)
+    assert printed.count("[NOT YET]") == len(exercises.exercise_cells(json.loads(notebook.read_text())))
+    assert "[PASS]" not in printed
+
+
+@pytest.mark.slow
+def test_with_the_solutions_filled_in_every_check_passes(tmp_path):
+    from adapterlab.regenerate import regenerate
+
+    _, solved = exercises.build_course(tmp_path / "course", ROOT / "notebooks")
+    only = ",".join(p.name[:2] for p in WITH_EXERCISES)
+    status = regenerate(profile="smoke", only=only, fresh=True, out=tmp_path / "out", notebooks_dir=solved,
+                        jobs=2, progress=False)
+    assert status == 0
+    for notebook in WITH_EXERCISES:
+        printed = _printed(tmp_path / "out" / "build" / "notebooks" / "smoke" / notebook.name)
+        expected = len(exercises.exercise_cells(json.loads(notebook.read_text())))
+        assert printed.count("[PASS]") == expected and "[NOT YET]" not in printed, (notebook.name, printed[-2000:])
