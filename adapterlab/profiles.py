@@ -90,7 +90,8 @@ PROFILES = {
         # chosen rate (experiments.choose_lr). The grids bracket what short calibration runs (64 steps) found:
         # 2e-4 for full and top-k (5e-5 too slow); 3e-3 for the larger adapters (Houlsby m=64: 0.72 test accuracy
         # at 1e-3, 0.80 at 3e-3); 1e-2 for methods training < 0.5% of the weights (all still at the majority
-        # class at 1e-3; Compacter 0.78 at 1e-2, 0.67 at 3e-3); BitFit stayed at the majority class at 1e-2 with
+        # class at 1e-3; Compacter 0.78 at 1e-2, 0.67 at 3e-3 with the old PHM init -- with the authors' init 3e-3
+        # did best, see method_lr above, and both are in its grid); BitFit stayed at the majority class at 1e-2 with
         # a loss above the class entropy (too large a step), so its grid goes down to 1e-3.
         # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
         param_performance=dict(
