@@ -261,6 +261,286 @@ def check_train_step(train_step):
     return "the frozen base is bit-identical after the step and the trainable parameters moved"
 
 
+# ------------------------------------------------------------------ 04: layer removal
+
+def check_block_evaluations(count_block_evaluations):
+    """count_block_evaluations(L) -> (naive, cached): block forward passes per batch for every span plus no removal."""
+    from .experiments import span_block_evaluations
+
+    for L in (6, 12, 24):
+        expected = span_block_evaluations(L)
+        got = _call(count_block_evaluations, L)
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            raise Hint("return two numbers: (naive, cached)")
+        naive, cached = got
+        spans = L * (L + 1) // 2
+        if naive != expected["naive"]:
+            if naive == L * spans:
+                raise Hint("the naive loop also runs the model once with nothing removed (the reference score)")
+            if naive in (L * L * L, L * (L * L + 1)):
+                raise Hint("a span [i, j] has i <= j: there are L(L+1)/2 of them, not L²")
+            raise Hint(f"for L={L} your naive count is off by {naive - expected['naive']:+,}")
+        if cached != expected["cached"]:
+            if cached == expected["cached"] - L:
+                raise Hint("the cached version first computes the state entering every block once: L evaluations")
+            raise Hint(f"for L={L} your cached count is off by {cached - expected['cached']:+,}: for a start i, "
+                       "each end j costs the disabled block j plus the enabled blocks above it")
+    return "matches experiments.span_block_evaluations for 6, 12 and 24 blocks"
+
+
+class _OneBatch:
+    """What experiments.span_logits iterates over: batches with "index", and the split's labels."""
+
+    def __init__(self, inputs, labels):
+        import datasets
+
+        self.inputs, self.split = inputs, datasets.Dataset.from_dict({"label": labels.tolist()})
+
+    def __iter__(self):
+        yield {**self.inputs, "index": torch.arange(len(self.split))}
+
+
+def _model_with_trained_adapters():
+    """A tiny BERT with Houlsby adapters whose weights are far from the identity init, so removal matters."""
+    from .inject import adapt
+
+    model = adapt(_tiny_bert(), "houlsby", bottleneck=4).eval()
+    gen = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".adapter." in name:
+                p.copy_(0.5 * torch.randn(p.shape, generator=gen))
+    inputs = {"input_ids": torch.randint(0, 64, (6, 8), generator=gen), "attention_mask": torch.ones(6, 8, dtype=torch.long)}
+    return model, inputs
+
+
+def check_naive_spans(removal_logits):
+    """removal_logits(model, inputs) -> {(i, j): logits with the adapters of blocks i..j switched off}."""
+    from .experiments import span_logits
+
+    model, inputs = _model_with_trained_adapters()
+    expected, _, L = span_logits(model, _OneBatch(inputs, torch.zeros(6, dtype=torch.long)), cached=True)
+    full = torch.as_tensor(expected.pop(None))
+    got = _call(removal_logits, model, inputs)
+    if not isinstance(got, dict):
+        raise Hint("return a dict {(first_layer, last_layer): logits}")
+    spans = set(expected)
+    if set(got) != spans:
+        raise Hint(f"expected the {len(spans)} spans (i, j) with 0 <= i <= j < {L}; got {len(got)} keys "
+                   f"(e.g. missing {sorted(spans - set(got))[:2]}, extra {sorted(set(got) - spans)[:2]})")
+    got = {span: torch.as_tensor(x).double() for span, x in got.items()}
+    if all(torch.allclose(got[span], full.double(), atol=1e-6) for span in spans):
+        raise Hint("every span gives the logits of the full model: switch the adapters off inside "
+                   "`with inject.adapters_disabled(model, layers=...)`")
+    # fp32 forward passes of order-one logits; cached and naive agree far inside 1e-5
+    wrong = [span for span in spans if not torch.allclose(got[span], torch.as_tensor(expected[span]).double(),
+                                                          atol=1e-5)]
+    if not wrong:
+        return "every span matches the cached-prefix evaluation (experiments.span_logits)"
+    i, j = wrong[0]
+    if j > i and torch.allclose(got[(i, j)], torch.as_tensor(expected[(i, j - 1)]).double(), atol=1e-5):
+        raise Hint("the span [i, j] includes block j: range(i, j + 1)")
+    raise Hint(f"span {wrong[0]} differs from the cached evaluation; is the model in eval mode (no dropout)?")
+
+
+# ------------------------------------------------------------------ 05: init scale
+
+def _relative_change_reference(adapter, h):
+    with torch.no_grad():
+        return ((adapter(h) - h).norm() / h.norm()).item()
+
+
+def _adapter_at(std, d=64, m=16, seed=0):
+    torch.manual_seed(seed)
+    return BottleneckAdapter(d, m, init_std=std).double()
+
+
+def check_relative_change(relative_change):
+    """relative_change(adapter, h) -> ||adapter(h) - h|| / ||h||, one norm over every token."""
+    gen = torch.Generator().manual_seed(6)
+    h = torch.randn(4, 7, 64, generator=gen, dtype=torch.float64)
+    for std in (1e-3, 1e-1, 1.0):
+        adapter = _adapter_at(std)
+        expected = _relative_change_reference(adapter, h)
+        got = _call(relative_change, adapter, h)
+        got = float(got.detach() if isinstance(got, torch.Tensor) else got)
+        if abs(got - expected) <= 1e-9 * max(expected, 1e-30):  # float64: agreement to rounding
+            continue
+        with torch.no_grad():
+            out = adapter(h)
+            if abs(got - (out.norm() / h.norm()).item()) < 1e-9:
+                raise Hint("measure the change the adapter makes, adapter(h) - h, not its output")
+            if abs(got - (out - h).norm().item()) < 1e-9 * (out - h).norm().item():
+                raise Hint("relative: divide by the size of the input, ||h||")
+            if abs(got - ((out - h).norm(dim=-1) / h.norm(dim=-1)).mean().item()) < 1e-9:
+                raise Hint("take one norm over all tokens (as the notebook's figure does), not a mean per token")
+        raise Hint(f"at init std {std:g} your value is {got:.3g} times what it should be "
+                   f"({got / expected:.3g} x)" if expected else "the value is off")
+    return "matches ||adapter(h) - h|| / ||h|| at stds 1e-3, 1e-1 and 1"
+
+
+def check_deviation_exponent(exponent):
+    """exponent: p in  relative change ∝ std^p  for small init stds (predict it, then measure it)."""
+    import numpy as np
+
+    stds = np.logspace(-5, -3, 5)
+    h = torch.randn(4, 7, 64, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    change = [_relative_change_reference(_adapter_at(s), h) for s in stds]
+    slope = float(np.polyfit(np.log(stds), np.log(change), 1)[0])
+    if not isinstance(exponent, (int, float)) or isinstance(exponent, bool):
+        raise Hint("no answer yet: set `exponent` to a number")
+    if abs(exponent - slope) < 0.25:
+        return f"a log-log fit over stds 1e-5..1e-3 gives a slope of {slope:.2f}"
+    if abs(exponent - 1) < 0.25:
+        raise Hint("both projections are drawn with this std: the added term multiplies two small matrices")
+    raise Hint("measure it: the slope of log(change) against log(std) for small stds")
+
+
+def check_collapsed(count_collapsed):
+    """count_collapsed(df) -> the number of runs that ended within one point of the majority class."""
+    import pandas as pd
+
+    from .findings import COLLAPSE
+
+    base = 0.643
+    df = pd.DataFrame({"init_std": [1e-3] * 4 + [1.0] * 4,
+                       "value": [base, 0.82, base + 0.004, 0.81, base, base - 0.002, 0.70, base + 0.016],
+                       "baseline": base, "converged": [True, True, False, False, False, False, False, True]})
+    expected = int((df["value"] - df["baseline"] < COLLAPSE).sum())
+    got = _call(count_collapsed, df.copy())
+    if got == expected:
+        return "the same count as adapterlab.findings (value - majority < 1 point)"
+    if got == int((df["value"] == df["baseline"]).sum()):
+        raise Hint("a collapsed run may end a little above or below the majority class: allow one point")
+    if got == int((~df["converged"]).sum()):
+        raise Hint("'not converged' is another verdict: collapse is about the final score")
+    if got == int(((df["value"] - df["baseline"]).abs() < 0.1).sum()):
+        raise Hint("one point is 0.01 in these fractions")
+    raise Hint(f"your count is {got}; count the runs whose value is less than 0.01 above the baseline")
+
+
+# ------------------------------------------------------------------ 06: parameters vs performance
+
+def check_percent_trained(percent_trained):
+    """percent_trained(model) -> 100 x trainable parameters / parameters of the base model (no head, no adapters)."""
+    from .inject import adapt
+    from .params import count_parameters
+
+    for method in ("houlsby", "compacter", "bitfit", "layernorm"):
+        model = adapt(_tiny_bert(), method)
+        expected = count_parameters(model).percent
+        got = _call(percent_trained, model)
+        got = float(got)
+        if abs(got - expected) <= 1e-9 * expected:
+            continue
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        total = sum(p.numel() for p in model.parameters())
+        if abs(got - expected / 100) <= 1e-9 * expected:
+            raise Hint("a percentage: multiply the fraction by 100")
+        if abs(got - 100 * trainable / total) <= 1e-9 * expected:
+            raise Hint("divide by the base model's size: the adapters and the new classification head are not "
+                       "part of it (see al.count_parameters)")
+        raise Hint(f"for {method} your value is {got:.4f} %; count only parameters with requires_grad")
+    return "matches al.count_parameters(model).percent for Houlsby, Compacter, BitFit and LayerNorm"
+
+
+def _tradeoff_frame():
+    import pandas as pd
+
+    rows = [("full", 1000, [0.820, 0.830]), ("houlsby m=8", 50, [0.815, 0.805]),  # mean 0.810: 1.5 below
+            ("compacter++", 5, [0.760, 0.840]),  # mean 0.800, one seed above full's mean
+            ("layernorm", 2, [0.700, 0.700]), ("houlsby m=64", 200, [0.830, 0.832]),  # above full
+            ("top-k k=1", 120, [0.812, 0.818])]  # mean 0.815: within 1 point
+    return pd.DataFrame([dict(label=label, method=label.split()[0], trainable=n, seed=s, value=v)
+                         for label, n, values in rows for s, v in enumerate(values)])
+
+
+def check_smallest_within(smallest_within):
+    """smallest_within(df, points) -> the label with the fewest trainable parameters whose seed mean is at
+    least full fine-tuning's seed mean minus `points` (points x 0.01 in accuracy); full itself excluded."""
+    from .findings import smallest_within as reference
+
+    df = _tradeoff_frame()
+    for points in (1.0, 2.0, 0.1):
+        expected = reference(df, points)
+        got = _call(smallest_within, df.copy(), points)
+        if got == expected:
+            continue
+        if got == "full":
+            raise Hint("full fine-tuning is the reference, not a candidate")
+        if points == 1.0 and got == "compacter++":
+            raise Hint("compare seed means, not the best seed")
+        if points == 1.0 and got == "houlsby m=8":
+            raise Hint("one point is 0.01 here: compare means as fractions")
+        if points == 2.0 and got == "houlsby m=8":
+            raise Hint("among the methods close enough, pick the one with the fewest trainable parameters")
+        raise Hint(f"with points={points} you answered {got!r}; a method above full fine-tuning counts as within")
+    return "the same choice as adapterlab.findings.smallest_within on a small table"
+
+
+# ------------------------------------------------------------------ 07: low resource
+
+def check_nested_subsets(nested_subsets):
+    """nested_subsets(n, sizes, seed) -> {size: indices}: seeded random subsets, each inside the larger ones."""
+    import numpy as np
+
+    n, sizes = 500, (10, 50, 200)
+    got = _call(nested_subsets, n, sizes, 0)
+    if not isinstance(got, dict) or set(got) != set(sizes):
+        raise Hint(f"return a dict with one entry per size {sizes}")
+    sets = {}
+    for size in sizes:
+        idx = np.asarray(got[size]).ravel()
+        if len(idx) != size:
+            raise Hint(f"the subset for size {size} has {len(idx)} indices")
+        if len(set(idx.tolist())) != size:
+            raise Hint(f"the subset for size {size} repeats examples: draw without replacement")
+        if idx.min() < 0 or idx.max() >= n:
+            raise Hint(f"indices must lie in 0..{n - 1}")
+        sets[size] = set(idx.tolist())
+    if not all(sets[a] <= sets[b] for a, b in zip(sizes, sizes[1:])):
+        raise Hint("a smaller subset must lie inside every larger one: take prefixes of one permutation")
+    if sets[sizes[0]] == set(range(sizes[0])):
+        raise Hint("the subsets are the first rows of the split, not a random draw")
+    again, other = _call(nested_subsets, n, sizes, 0), _call(nested_subsets, n, sizes, 1)
+    if any(set(np.asarray(again[s]).ravel().tolist()) != sets[s] for s in sizes):
+        raise Hint("the same seed must give the same subsets")
+    if set(np.asarray(other[sizes[-1]]).ravel().tolist()) == sets[sizes[-1]]:
+        raise Hint("another seed should draw other subsets")
+    return "seeded, without repeats, and nested (tasks.subsample takes prefixes of one permutation)"
+
+
+def _low_resource_frame():
+    import pandas as pd
+
+    values = {(100, "compacter++"): [0.74, 0.76, 0.75], (100, "full"): [0.66, 0.70, 0.68],  # +7, clear
+              (500, "compacter++"): [0.80, 0.78, 0.79], (500, "full"): [0.78, 0.74, 0.76],  # +3, se 1.6: higher
+              (1000, "compacter++"): [0.81, 0.80, 0.79], (1000, "full"): [0.84, 0.77, 0.80],  # -0.3, within noise
+              (2000, "compacter++"): [0.82, 0.83, 0.81], (2000, "full"): [0.80, 0.84, 0.79]}  # +1, within noise
+    return pd.DataFrame([dict(train_size=size, method=m, seed=s, value=v)
+                         for (size, m), vs in values.items() for s, v in enumerate(vs)])
+
+
+def check_better_beyond_noise(sizes_better):
+    """sizes_better(df, method) -> sorted sizes where `method`'s seed mean exceeds full fine-tuning's by more
+    than 2 standard errors (findings.difference)."""
+    from .findings import difference
+
+    df = _low_resource_frame()
+    expected = sorted(int(size) for size, g in df.groupby("train_size")
+                      if difference(g[g["method"] == "compacter++"]["value"],
+                                    g[g["method"] == "full"]["value"])[2] == "higher")
+    got = _call(sizes_better, df.copy(), "compacter++")
+    got = sorted(int(s) for s in got) if got is not None else got
+    if got == expected:
+        return f"sizes {expected}: the same verdicts as adapterlab.findings.difference"
+    positive = sorted(int(size) for size, g in df.groupby("train_size")
+                      if g[g["method"] == "compacter++"]["value"].mean() > g[g["method"] == "full"]["value"].mean())
+    if got == positive:
+        raise Hint("a higher mean is not enough: the difference must exceed twice its standard error")
+    raise Hint(f"you answered {got}; SE = sqrt(var_a / n_a + var_b / n_b) with the sample variance (ddof=1)")
+
+
 EXERCISES = {
     "01.adapter_forward": (check_adapter_forward, "write the adapter's forward pass"),
     "01.identity_init": (check_identity_init, "initialise an adapter that is exactly the identity and can still learn"),
@@ -270,6 +550,15 @@ EXERCISES = {
     "02.compacter_count": (check_compacter_count, "count Compacter's parameters"),
     "03.choose_trainable": (check_choose_trainable, "choose which parameters train for Houlsby adapters"),
     "03.train_step": (check_train_step, "one training step that leaves the base unchanged"),
+    "04.block_evaluations": (check_block_evaluations, "count the block evaluations of the naive and the cached loop"),
+    "04.naive_spans": (check_naive_spans, "write the naive span-removal loop"),
+    "05.relative_change": (check_relative_change, "measure how far an adapter moves its input at init"),
+    "05.deviation_exponent": (check_deviation_exponent, "predict how that change grows with the init std"),
+    "05.collapsed": (check_collapsed, "count the runs that collapsed to the majority class"),
+    "06.percent_trained": (check_percent_trained, "the share of parameters a method trains"),
+    "06.smallest_within": (check_smallest_within, "the smallest method within a point of full fine-tuning"),
+    "07.nested_subsets": (check_nested_subsets, "nested, seeded training subsets"),
+    "07.better_beyond_noise": (check_better_beyond_noise, "where an adapter beats full fine-tuning beyond noise"),
 }
 
 

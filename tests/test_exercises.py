@@ -3,11 +3,13 @@ wrong answer with the hint written for that mistake."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from adapterlab import exercises
+import adapterlab as al
+from adapterlab import exercises, inject
 from adapterlab.exercises import check
 
 
@@ -26,9 +28,10 @@ def _solutions():
     found = {}
     for path in SOLUTION_FILES:
         for name, source in exercises.read_solutions(path).items():
-            namespace = {"torch": torch, "F": F}  # what the notebooks' exercise section imports
+            imported = {"torch": torch, "F": F, "np": np, "al": al, "inject": inject}  # the exercise sections' imports
+            namespace = dict(imported)
             exec(source, namespace)
-            (found[name],) = [v for k, v in namespace.items() if k not in ("torch", "F", "__builtins__")]
+            (found[name],) = [v for k, v in namespace.items() if k not in imported and k != "__builtins__"]
     return found
 
 
@@ -51,6 +54,29 @@ def _step_everything(model, batch, optimizer):
     return loss
 
 
+def _spans_one_short(model, inputs):
+    L = len(inject.blocks(model)["encoder"])
+    model.eval()
+    with torch.no_grad():
+        out = {}
+        for i in range(L):
+            for j in range(i, L):
+                with inject.adapters_disabled(model, layers=range(i, j)):  # forgets block j
+                    out[(i, j)] = model(**inputs).logits
+        return out
+
+
+def _best_seed_within(df, points):
+    full = df[df["method"] == "full"]["value"].mean()
+    best = df[df["method"] != "full"].groupby("label").agg(value=("value", "max"), trainable=("trainable", "first"))
+    return best[best["value"] >= full - points / 100]["trainable"].idxmin()
+
+
+def _higher_mean(df, method):
+    means = df.groupby(["train_size", "method"])["value"].mean().unstack()
+    return [int(n) for n in means.index if means.loc[n, method] > means.loc[n, "full"]]
+
+
 WRONG = {
     "01.adapter_forward": (lambda h, Wd, bd, Wu, bu: F.gelu(h @ Wd + bd) @ Wu + bu, "skip connection"),
     "01.identity_init": (lambda d, m: (torch.zeros(d, m), torch.zeros(m), torch.zeros(m, d), torch.zeros(d)),
@@ -61,6 +87,18 @@ WRONG = {
     "02.compacter_count": (lambda d, m, n, k: k * (n * (d // n + m // n) * 2 + d + m + n ** 3), "once"),
     "03.choose_trainable": (_freeze_all_but_adapters, "LayerNorm"),
     "03.train_step": (_step_everything, "frozen parameter changed"),
+    "04.block_evaluations": (lambda L: (L * L * (L + 1) // 2, L + sum((L - i) * (L - i + 1) // 2 for i in range(L))),
+                             "nothing removed"),
+    "04.naive_spans": (_spans_one_short, "includes block j"),
+    "05.relative_change": (lambda adapter, h: (adapter(h).norm() / h.norm()).item(), "adapter(h) - h"),
+    "05.deviation_exponent": (1, "two small matrices"),
+    "05.collapsed": (lambda df: int((df["value"] == df["baseline"]).sum()), "allow one point"),
+    "06.percent_trained": (lambda model: 100 * sum(p.numel() for p in model.parameters() if p.requires_grad)
+                           / sum(p.numel() for p in model.parameters()), "base model's size"),
+    "06.smallest_within": (_best_seed_within, "seed means"),
+    "07.nested_subsets": (lambda n, sizes, seed: {s: np.random.default_rng(seed + s).permutation(n)[:s] for s in sizes},
+                          "inside every larger one"),
+    "07.better_beyond_noise": (_higher_mean, "twice its standard error"),
 }
 
 

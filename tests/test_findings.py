@@ -41,3 +41,14 @@ def test_readme_findings_are_what_the_committed_tables_give():
     if findings.load("default", "init_scale") is None:
         pytest.skip("no committed default results")
     assert findings.readme_section() == findings.report("default")
+
+
+def test_smallest_within_compares_seed_means_and_excludes_full():
+    rows = [("full", 1000, [0.82, 0.83]), ("big", 200, [0.83, 0.84]), ("small", 10, [0.82, 0.81]),
+            ("lucky", 1, [0.70, 0.90])]  # lucky's best seed beats full, its mean (0.80) is 2.5 points below
+    df = pd.DataFrame([dict(label=label, method=label, trainable=n, seed=s, value=v)
+                       for label, n, vs in rows for s, v in enumerate(vs)])
+    assert findings.smallest_within(df, 1.0) == "small"  # 0.815 >= 0.825 - 0.01
+    assert findings.smallest_within(df, 0.5) == "big"  # above full counts as within
+    assert findings.smallest_within(df, 3.0) == "lucky"
+    assert findings.smallest_within(df[df["method"] != "full"], 1.0) is None

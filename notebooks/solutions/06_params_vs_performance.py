@@ -1,0 +1,16 @@
+# Solutions to the exercises of 06_params_vs_performance.ipynb, one section per exercise.
+
+# %% exercise: 06.percent_trained
+def percent_trained(model):
+    # the base model: every parameter except the adapters' and the new head's (what al.count_parameters counts)
+    groups = al.params.parameter_groups(model)
+    base = sum(p.numel() for name, p in model.named_parameters() if groups[name] in ("backbone", "layernorm"))
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return 100 * trainable / base
+
+# %% exercise: 06.smallest_within
+def smallest_within(df, points):
+    full = df[df["method"] == "full"]["value"].mean()
+    means = df[df["method"] != "full"].groupby("label").agg(value=("value", "mean"), trainable=("trainable", "first"))
+    close = means[means["value"] >= full - points / 100]
+    return close["trainable"].idxmin()
