@@ -636,11 +636,13 @@ def build_course(out, notebooks_dir=None):
         folder.mkdir(parents=True, exist_ok=True)
     for path in sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
-        (student / path.name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         solutions_file = notebooks_dir / "solutions" / f"{path.stem}.py"
         solutions = read_solutions(solutions_file) if solutions_file.exists() else {}
-        filled = with_solutions(nb, solutions)
-        (solved / path.name).write_text(json.dumps(filled, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        for folder, version in ((student, nb), (solved, with_solutions(nb, solutions))):
+            text = json.dumps(version, indent=1, ensure_ascii=False) + "\n"
+            target = folder / path.name
+            if not target.exists() or target.read_text(encoding="utf-8") != text:  # unchanged: keep its mtime
+                target.write_text(text, encoding="utf-8")
     return student, solved
 
 

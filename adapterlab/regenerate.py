@@ -379,22 +379,37 @@ def _table(outcomes, root):
 TIMINGS = "timings.json"
 
 
-def record_timings(out_dir, outcomes, fresh):
+def record_timings(out_dir, outcomes, fresh, trained_dir=None):
     """Merge each notebook's run time into <out_dir>/timings.json, keyed by notebook and device
     ("cpu" or "gpu"), so the course site can say how long a notebook takes from a measurement;
-    a run with --only or on another device keeps the other entries."""
-    path = Path(out_dir) / TIMINGS
-    try:
-        timings = json.loads(path.read_text())
-    except (OSError, ValueError):
-        timings = {}
+    a run with --only or on another device keeps the other entries. The runs that trained are also
+    merged into <trained_dir>/timings.json (the result store, committed with the results: a run that
+    only reads the cache never changes it)."""
     device = "gpu" if _cuda_available() else "cpu"
+    entries = {}
     for o in outcomes:
-        timings.setdefault(Path(o["notebook"]).stem, {})[device] = {
-            "seconds": round(o["seconds"], 1), "ok": o["ok"], "fresh": bool(fresh),
+        # "trained": the run added records to the result store (its .jsonl files), with --fresh or because
+        # some configurations were not cached; otherwise it only read results and redrew
+        trained = bool(fresh) or any(str(p).endswith(".jsonl") for p in o.get("results", []))
+        entries[Path(o["notebook"]).stem] = {
+            "seconds": round(o["seconds"], 1), "ok": o["ok"], "trained": trained,
             "date": time.strftime("%Y-%m-%d", time.localtime(o["end"] or time.time()))}
-    path.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
-    return path
+    targets = [(Path(out_dir), entries)]
+    if trained_dir is not None:
+        targets.append((Path(trained_dir), {k: e for k, e in entries.items() if e["trained"] and e["ok"]}))
+    for folder, chosen in targets:
+        if not chosen:
+            continue
+        path = folder / TIMINGS
+        try:
+            timings = json.loads(path.read_text())
+        except (OSError, ValueError):
+            timings = {}
+        for stem, entry in chosen.items():
+            timings.setdefault(stem, {})[device] = entry
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
+    return Path(out_dir) / TIMINGS
 
 
 def _relative(path, root):
@@ -418,7 +433,7 @@ def _failure_report(o):
 
 
 def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
-               notebooks_dir=None, progress=True):
+               notebooks_dir=None, progress=True, executed_dir=None):
     """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
 
     profile        smoke | default | paper
@@ -431,6 +446,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     timeout        seconds allowed per cell (None or 0: no limit)
     notebooks_dir  where the NN_name.ipynb files are (default: the checkout's notebooks/)
     progress       show a progress bar over the notebooks (stderr)
+    executed_dir   where the executed copies go (default: <root>/build/notebooks/<profile>/)
     """
     profile = profiles.get(profile).name
     notebooks_dir = Path(notebooks_dir).resolve() if notebooks_dir else NOTEBOOKS_DIR
@@ -440,7 +456,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     chosen = select(found, only)
     jobs = max(1, min(int(jobs or 1), os.cpu_count() or 1, len(chosen)))
     root = output_root(out)
-    out_dir = build_dir(profile, out)
+    out_dir = Path(executed_dir) if executed_dir else build_dir(profile, out)
     env = dict(KERNEL_ENV, ADAPTERLAB_PROFILE=profile)
     if out or os.environ.get("ADAPTERLAB_OUT"):
         env["ADAPTERLAB_OUT"] = str(root)
@@ -490,7 +506,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     outcomes.sort(key=lambda o: o["notebook"])
     _attribute(before, _snapshot(artifact_dirs), outcomes)
     print(_table(outcomes, root))
-    record_timings(out_dir, outcomes, fresh)
+    record_timings(out_dir, outcomes, fresh, trained_dir=root / "data" / "results" / profile)
     print(f"executed notebooks and their HTML: {out_dir}")
     failed = [o for o in outcomes if not o["ok"]]
     for o in failed:

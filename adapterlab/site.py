@@ -48,17 +48,22 @@ def executed_notebooks(sources):
     return dict(sorted(found.items()))
 
 
-def timings(notebooks):
-    """{stem: {"cpu"|"gpu": {"seconds", "fresh", ...}}} from the timings.json beside the notebooks."""
+def timings(notebooks, files=()):
+    """{stem: {"cpu"|"gpu": {"cached": entry, "training": entry}}} from the timings.json beside the
+    notebooks (the last run of each) and from `files` (e.g. the result store's record of the runs
+    that trained); an entry is {"seconds", "trained", "date", ...}; later sources win."""
     merged = {}
-    for folder in sorted({p.parent for p in notebooks.values()}):
+    paths = [folder / regenerate.TIMINGS for folder in sorted({p.parent for p in notebooks.values()})]
+    for path in [*paths, *map(Path, files)]:
         try:
-            recorded = json.loads((folder / regenerate.TIMINGS).read_text())
+            recorded = json.loads(Path(path).read_text())
         except (OSError, ValueError):
             continue
         for stem, per_device in recorded.items():
             if stem in notebooks:
-                merged.setdefault(stem, {}).update(per_device)
+                for device, entry in per_device.items():
+                    kind = "training" if entry.get("trained", entry.get("fresh")) else "cached"
+                    merged.setdefault(stem, {}).setdefault(device, {})[kind] = entry
     return merged
 
 
@@ -121,12 +126,15 @@ def _title_and_summary(nb):
     return title, summary
 
 
-def _duration(entry):
-    if not entry:
-        return "not measured"
-    seconds = entry["seconds"]
-    text = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
-    return text + (" (training)" if entry.get("fresh") else " (cached results)")
+def _seconds(seconds):
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def _duration(kinds):
+    """'20 s (cached results), 31 min (training)' for one device's entries, or 'not measured'."""
+    parts = [f"{_seconds(kinds[kind]['seconds'])} ({label})" for kind, label in
+             (("cached", "cached results"), ("training", "training")) if kind in (kinds or {})]
+    return ", ".join(parts) or "not measured"
 
 
 def landing_page(notebooks, times, profile):
@@ -144,9 +152,10 @@ def landing_page(notebooks, times, profile):
     toc = "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 1", "", *notebooks, "```"])
     return "\n\n".join([
         intro.rstrip(), "## In order", "\n".join(order),
-        f"## How long each notebook takes\n\nMeasured by the last `python -m adapterlab regenerate --profile {profile}` "
-        "run on each kind of machine (\"cached results\": it redrew from the committed results; \"training\": "
-        "it trained with `--fresh`). \"not measured\": no such run was recorded.",
+        f"## How long each notebook takes\n\nMeasured by `python -m adapterlab regenerate --profile {profile}` on each "
+        "kind of machine: \"cached results\", the last run that only read the committed results and redrew; "
+        "\"training\", the last run that trained (with `--fresh`, or because results were missing; recorded in "
+        f"`data/results/{profile}/timings.json`). \"not measured\": no such run was recorded.",
         "\n".join(rows), toc]) + "\n"
 
 
@@ -169,7 +178,7 @@ def _copy_assets(static):
             shutil.copy2(source, target)
 
 
-def build(sources, out, profile="default", quiet=True):
+def build(sources, out, profile="default", quiet=True, timing_files=()):
     """Build the website from the executed notebooks in `sources` into `out`/html; return the
     path of its index.html. Raises ValueError when there is no notebook or one holds a traceback,
     RuntimeError (with Sphinx's output) when Sphinx fails."""
@@ -189,7 +198,7 @@ def build(sources, out, profile="default", quiet=True):
         nbformat.write(prepare(nb), src / path.name)
     if broken:
         raise ValueError("these executed notebooks stopped on an error; fix and re-run them first: " + "; ".join(broken))
-    (src / "index.md").write_text(landing_page(notebooks, timings(notebooks), profile))
+    (src / "index.md").write_text(landing_page(notebooks, timings(notebooks, timing_files), profile))
     _copy_assets(src / "_static")
     html = out / "html"
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-j", "auto", "-E", *(["-q"] if quiet else []),
@@ -202,30 +211,47 @@ def build(sources, out, profile="default", quiet=True):
     return html / "index.html"
 
 
-def _stale(profile):
-    """Source notebooks whose executed copy in the checkout's build dir is missing or older."""
-    folder = regenerate.build_dir(profile)
-    return [nb.stem[:2] for nb in regenerate.find_notebooks()
-            if not (folder / nb.name).exists() or (folder / nb.name).stat().st_mtime < nb.stat().st_mtime]
+def _stale(executed, sources):
+    """Numbers of the source notebooks whose executed copy in `executed` is missing or older."""
+    return [nb.stem[:2] for nb in regenerate.find_notebooks(sources)
+            if not (executed / nb.name).exists() or (executed / nb.name).stat().st_mtime < nb.stat().st_mtime]
+
+
+def execute_solutions(profile):
+    """The teacher's version of every notebook (exercises.build_course), executed from the cached
+    results into build/site-notebooks/<profile>/ (only those missing or older than their source);
+    returns that folder, or None when a notebook failed."""
+    from .exercises import build_course
+
+    root = regenerate.output_root()
+    _, solved = build_course(root / "build" / "course")
+    executed = root / "build" / "site-notebooks" / profile
+    stale = _stale(executed, solved)
+    if stale and regenerate.regenerate(profile, only=stale, notebooks_dir=solved, executed_dir=executed) != 0:
+        return None
+    return executed
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m adapterlab.site", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="default", help="whose executed notebooks to show (default: default)")
-    parser.add_argument("--executed", nargs="+", help="folders or .ipynb files of executed notebooks "
-                        "(default: build/notebooks/<profile>/, brought up to date first)")
+    parser.add_argument("--executed", nargs="+", help="folders or .ipynb files of executed notebooks (default: "
+                        "the solution versions, executed from the cached results into build/site-notebooks/<profile>/)")
     parser.add_argument("--out", default=None, help="where the site goes (default: build/site/<profile>)")
     args = parser.parse_args(argv)
     profile = profiles.get(args.profile).name
     sources = args.executed
     if not sources:
-        stale = _stale(profile)
-        if stale and regenerate.regenerate(profile, only=stale) != 0:
+        executed = execute_solutions(profile)
+        if executed is None:
             return 1
-        sources = [regenerate.build_dir(profile)]
+        sources = [executed]
     out = Path(args.out) if args.out else regenerate.output_root() / "build" / "site" / profile
+    # how long the notebooks take: the last runs of the student versions (cached), and the runs that trained
+    timing_files = [regenerate.build_dir(profile) / regenerate.TIMINGS,
+                    regenerate.output_root() / "data" / "results" / profile / regenerate.TIMINGS]
     try:
-        index = build(sources, out, profile)
+        index = build(sources, out, profile, timing_files=timing_files)
     except (ValueError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

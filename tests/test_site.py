@@ -66,8 +66,8 @@ def test_landing_page_lists_the_notebooks_in_order_with_recorded_times(tmp_path)
         nbformat.write(new_notebook(cells=[new_markdown_cell(f"# {title}\n\n{text}\n\nMore.")]),
                        tmp_path / f"{stem}.ipynb")
     (tmp_path / "timings.json").write_text(json.dumps({
-        "01_first": {"cpu": {"seconds": 42.4, "fresh": False}},
-        "02_second": {"cpu": {"seconds": 600, "fresh": True}, "gpu": {"seconds": 75, "fresh": True}}}))
+        "01_first": {"cpu": {"seconds": 42.4, "trained": False}},
+        "02_second": {"cpu": {"seconds": 600, "trained": True}, "gpu": {"seconds": 75, "trained": True}}}))
     notebooks = site.executed_notebooks([tmp_path])
     page = site.landing_page(notebooks, site.timings(notebooks), "default")
     assert list(notebooks) == ["01_first", "02_second"]
@@ -76,6 +76,25 @@ def test_landing_page_lists_the_notebooks_in_order_with_recorded_times(tmp_path)
     assert "| 01 | [First step](01_first.ipynb) | 42 s (cached results) | not measured |" in page
     assert "| 02 | [Second step](02_second.ipynb) | 10 min (training) | 75 s (training) |" in page
     assert "More." not in page  # only the first paragraph
+
+
+def test_timings_keep_the_last_cached_run_and_the_last_run_that_trained(tmp_path):
+    from adapterlab import regenerate
+
+    build, results = tmp_path / "build", tmp_path / "results"
+    build.mkdir()
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# 01 · First\n\nText.")]), build / "01_first.ipynb")
+
+    def outcome(seconds, results_written):
+        return dict(notebook="01_first.ipynb", seconds=seconds, ok=True, end=None, results=results_written)
+
+    regenerate.record_timings(build, [outcome(1800.0, ["data/results/default/init_scale.jsonl"])], fresh=False,
+                              trained_dir=results)  # it trained: new records in the store
+    regenerate.record_timings(build, [outcome(20.0, ["data/results/default/init_scale.csv"])], fresh=False,
+                              trained_dir=results)  # it only rewrote the tidy CSV from the cache
+    assert json.loads((results / "timings.json").read_text())["01_first"]["cpu"]["seconds"] == 1800.0
+    times = site.timings(site.executed_notebooks([build]), [results / "timings.json"])
+    assert site._duration(times["01_first"]["cpu"]) == "20 s (cached results), 30 min (training)"
 
 
 # ---------------------------------------------------------------- the browser harness
@@ -223,7 +242,7 @@ def test_site_pages_are_offline_and_show_what_the_notebooks_ran(built_site):
     assert not offenders, f"pages that load something from the network: {offenders}"
     landing = (html / "index.html").read_text(encoding="utf-8")
     recorded = json.loads((runs[0].executed.parent / "timings.json").read_text())[runs[0].notebook.stem]["cpu"]
-    assert site._duration(recorded) in landing, "the landing page shows the recorded CPU time"
+    assert site._duration({"training": recorded}) in landing, "the landing page shows the recorded CPU time"
     assert landing.count("not measured") >= len(NOTEBOOKS), "the GPU column says the time was not measured"
 
 
