@@ -116,10 +116,10 @@ def smallest_within(df, points=1.0):
     full = df[df["method"] == "full"]["value"]
     if not len(full):
         return None
-    means = df[df["method"] != "full"].groupby("label", sort=False).agg(value=("value", "mean"),
-                                                                       trainable=("trainable", "first"))
-    close = means[means["value"] >= full.mean() - points / 100]
-    return close["trainable"].idxmin() if len(close) else None
+    others = df[df["method"] != "full"].groupby("label", sort=False)
+    means, trainable = others["value"].mean(), others["trainable"].first()
+    close = trainable[means >= full.mean() - points / 100]
+    return close.idxmin() if len(close) else None
 
 
 def param_performance(df, grid=None):

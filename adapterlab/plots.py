@@ -13,8 +13,10 @@ DataFrame as experiments.py returns it (columns as in DESIGN.md "Result tables")
     init_scale_plot(df) / init_scale_plot_interactive(df)  Houlsby Fig. 6 right
     param_performance_plot(df) / ..._interactive(df)       Houlsby Figs. 3/4
     param_performance_tradeoff(df) / ..._interactive(df)   Compacter Fig. 1
-    param_performance_table(df)                            Compacter Table 3 (a DataFrame)
+    param_performance_table(df)                            Compacter Table 3 (a DataFrame;
+    param_performance_table_view(table)                    ... and a Styler that fits a notebook)
     low_resource_plot(df) / low_resource_plot_interactive(df)   Compacter Fig. 4
+    learning_curves_plot(curves) / ..._interactive(curves)      notebook 03's training curves
 
 Helpers the notebooks and widgets share: layer_removal_grid(df, task) (one task's
 L × L matrix + no-removal value + majority baseline), param_performance_summary(df)
@@ -25,7 +27,8 @@ measures (SPLITS; a `split` column overrides it).
 
 Metric values are stored as fractions (accuracy 0.83); figures show them x100,
 as the papers do ("accuracy (%)", "MCC x 100"). Colours come from seaborn's
-colorblind palette (static and interactive alike); heatmaps use viridis, and a
+colorblind palette, one fixed colour (and marker) per method family in every
+figure, static and interactive alike (FAMILY_ORDER); heatmaps use viridis, and a
 blue-red diverging map centred on zero for changes.
 """
 from pathlib import Path
@@ -33,10 +36,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import plotly.express as px
 import plotly.graph_objects as go
 import seaborn as sns
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
+from matplotlib.patheffects import withStroke
 from matplotlib.transforms import Bbox
 
 from . import profiles
@@ -82,9 +87,12 @@ FAMILY_NAMES = {
     "adapter-lowrank": "Adapter-LowRank", "adapterdrop": "AdapterDrop", "phm": "PHM adapter",
     "compacter": "Compacter", "compacter++": "Compacter++",
 }
-# a fixed order so every figure gives a family the same colour and marker
+# a fixed order: the order of legends, and each family's colour and marker (the k-th family gets
+# PALETTE[k] and MARKERS[k] in every figure, static and interactive; "adapters" is Houlsby's other name)
 FAMILY_ORDER = ("houlsby", "adapters", "full", "top-k", "layernorm", "bitfit", "pfeiffer", "adapter-lowrank",
                 "adapterdrop", "phm", "compacter", "compacter++")
+_FAMILY_SLOT = {f: k for k, f in enumerate(f for f in FAMILY_ORDER if f != "adapters")}
+_FAMILY_SLOT["adapters"] = _FAMILY_SLOT["houlsby"]
 
 
 def metric_label(metric, relative=False):
@@ -151,18 +159,24 @@ def _tasks(df, task=None):
     return tasks
 
 
+def _slots(keys):
+    """key -> style index: a method family's own slot (the same in every figure); other keys (tasks,
+    unknown methods) take the slots not used by the families present, in order of appearance."""
+    keys = list(dict.fromkeys(str(k) for k in keys))
+    slots = {k: _FAMILY_SLOT[k] for k in keys if k in _FAMILY_SLOT}
+    free = [i for i in range(len(PALETTE)) if i not in slots.values()] or list(range(len(PALETTE)))
+    others = [k for k in keys if k not in slots]
+    return {**slots, **{k: free[i % len(free)] for i, k in enumerate(others)}}
+
+
 def _colors(keys):
-    """Stable key -> colour (families in FAMILY_ORDER first, then in order of appearance)."""
-    keys = list(dict.fromkeys(keys))
-    ordered = [k for k in FAMILY_ORDER if k in keys] + [k for k in keys if k not in FAMILY_ORDER]
-    return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(ordered)}
+    """key -> colour: one colour per method family across the package (see _slots)."""
+    return {k: PALETTE[i % len(PALETTE)] for k, i in _slots(keys).items()}
 
 
 def _markers(keys, plotly=False):
-    keys = list(dict.fromkeys(keys))
-    ordered = [k for k in FAMILY_ORDER if k in keys] + [k for k in keys if k not in FAMILY_ORDER]
     pool = PLOTLY_MARKERS if plotly else MARKERS
-    return {k: pool[i % len(pool)] for i, k in enumerate(ordered)}
+    return {k: pool[i % len(pool)] for k, i in _slots(keys).items()}
 
 
 def _seed_summary(df, by, x):
@@ -312,7 +326,7 @@ def layer_removal_heatmap(df, task=None, relative=False, span=None, annotate=Non
             lines["majority class"] = (g.majority - g.no_removal) * SCALE
         # drops dominate: give the negative side the whole red half, keep a little blue for gains
         values = [*finite, *lines.values()]
-        low = min(min(values), -1e-6)
+        low = min(min(values), -1e-6) * 1.04  # a little room, so a line at the extreme stays visible
         high = max(max(values), 0.2 * abs(low), 1e-6)
         norm = dict(cmap=DIVERGING_CMAP, norm=TwoSlopeNorm(vmin=low, vcenter=0.0, vmax=high))
     else:
@@ -323,9 +337,8 @@ def layer_removal_heatmap(df, task=None, relative=False, span=None, annotate=Non
             lines["majority class"] = g.majority * SCALE
         values = [*finite, *lines.values()]
         lo, hi = (min(values), max(values)) if values else (0, 1)
-        if hi - lo < 1e-9:
-            lo, hi = lo - 0.5, hi + 0.5
-        norm = dict(cmap=HEATMAP_CMAP, vmin=lo, vmax=hi)
+        room = max(0.04 * (hi - lo), 0.5)  # so that lines at the extremes stay visible on the colour bar
+        norm = dict(cmap=HEATMAP_CMAP, vmin=lo - room, vmax=hi + room)
     labels = [str(layer) for layer in g.layers]
     frame = pd.DataFrame(z, index=labels, columns=labels)
     cbar_label = metric_label(g.metric, relative) + (" vs. no removal" if relative else "")
@@ -333,13 +346,13 @@ def layer_removal_heatmap(df, task=None, relative=False, span=None, annotate=Non
                 square=True, linewidths=0.5, linecolor="white", ax=ax,
                 cbar_kws=dict(label=cbar_label, shrink=0.85, pad=0.06), **norm)
     cbar = ax.collections[0].colorbar
-    handles = []  # reference lines on the colour bar, named in a small key under it
+    # reference lines on the colour bar, outlined so that they show on any colour and jutting out to the left
+    # like a tick: no removal white, majority class black; named in a key below the figure
+    handles = []
     for name, v in lines.items():
-        handles.append(cbar.ax.axhline(v, color="black", lw=1.5, ls="--" if name == "majority class" else "-",
-                                       label=name))
-    if handles:
-        cbar.ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.03), fontsize=7,
-                       frameon=False, handlelength=1.8, borderaxespad=0)
+        line, edge = ("black", "white") if name == "majority class" else ("white", "black")
+        handles.append(cbar.ax.axhline(v, xmin=-0.35, color=line, lw=1.6, clip_on=False, label=name,
+                                       path_effects=[withStroke(linewidth=3.4, foreground=edge)]))
     for k in range(n):  # the diagonal: one layer's adapters removed
         ax.add_patch(Rectangle((k, k), 1, 1, fill=False, edgecolor="black", lw=1.8))
     ax.add_patch(Rectangle((n - 1, 0), 1, 1, fill=False, edgecolor="black", lw=1.8, ls=(0, (2, 1.5)), hatch="//",
@@ -355,6 +368,9 @@ def layer_removal_heatmap(df, task=None, relative=False, span=None, annotate=Non
     head, sub = _layer_removal_title(g, relative)
     ax.set_title(f"{head}\n{sub}\n(diagonal outlined: a single layer removed)", fontsize=9.5)
     fig.tight_layout()
+    if handles:
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(handles), fontsize=8,
+                   frameon=False, handlelength=2.2, title="lines on the colour bar", title_fontsize=8)
     return fig
 
 
@@ -438,10 +454,12 @@ def init_scale_plot(df, tasks=None, seeds=None, ax=None):
     One line per task (the mean over seeds) with a band from the worst to the
     best seed; each seed's value as a faint dot, an x on runs that did not converge. `tasks`/`seeds` filter.
     Rows whose `source` column says "extra" (trained live in the widget) are
-    drawn as open diamonds. Returns the matplotlib Figure.
+    drawn as open diamonds only: the mean, band and dots are the sweep's seeds. Returns the matplotlib Figure.
     """
     _check_columns(df, ["task", "init_std", "value"], "init_scale")
     d = _filter(df, task=tasks, seed=seeds)
+    is_extra = d["source"].eq("extra") if "source" in d else pd.Series(False, index=d.index)
+    sweep, extra = d[~is_extra], d[is_extra]
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 4.4))
     else:
@@ -450,17 +468,19 @@ def init_scale_plot(df, tasks=None, seeds=None, ax=None):
     colors = _colors(tasks)
     markers = _markers(tasks)
     for t in tasks:
-        rows = d[d["task"].astype(str) == t]
-        metric = rows["metric"].iloc[0] if "metric" in rows else ""
-        s = _seed_summary(rows, [], "init_std")
+        rows = sweep[sweep["task"].astype(str) == t]
+        ex = extra[extra["task"].astype(str) == t]
+        metric = d.loc[d["task"].astype(str) == t, "metric"].iloc[0] if "metric" in d else ""
         label = f"{t} ({_METRIC_NAMES.get(metric, metric)})" if len(tasks) > 1 else t
-        ax.plot(s["init_std"], s["mean"] * SCALE, marker=markers[t], color=colors[t], lw=2, label=label)
-        if (s["n"] > 1).any():
-            ax.fill_between(s["init_std"], s["low"] * SCALE, s["high"] * SCALE, color=colors[t], alpha=0.2, lw=0)
-            ax.scatter(rows["init_std"], rows["value"] * SCALE, s=12, color=colors[t], alpha=0.45, lw=0)
-        _mark_unconverged(ax, rows, "init_std", "value")
-        if "source" in rows and (rows["source"] == "extra").any():
-            ex = rows[rows["source"] == "extra"]
+        if len(rows):
+            s = _seed_summary(rows, [], "init_std")
+            ax.plot(s["init_std"], s["mean"] * SCALE, marker=markers[t], color=colors[t], lw=2, label=label)
+            if (s["n"] > 1).any():
+                ax.fill_between(s["init_std"], s["low"] * SCALE, s["high"] * SCALE, color=colors[t], alpha=0.2,
+                                lw=0)
+                ax.scatter(rows["init_std"], rows["value"] * SCALE, s=12, color=colors[t], alpha=0.45, lw=0)
+            _mark_unconverged(ax, rows, "init_std", "value")
+        if len(ex):
             ax.scatter(ex["init_std"], ex["value"] * SCALE, s=70, marker="D", facecolor="none",
                        edgecolor=colors[t], lw=1.5, label=f"{t}: trained live")
         majority = _majority(rows)
@@ -470,7 +490,7 @@ def init_scale_plot(df, tasks=None, seeds=None, ax=None):
     ax.set_xscale("log")
     ax.set_xlabel("standard deviation of the adapter weights at initialisation (log scale)")
     ax.set_ylabel(f"{_split(d, 'init_scale')} {_metrics_text(d)}")
-    n_seeds = d["seed"].nunique() if "seed" in d else 1
+    n_seeds = sweep["seed"].nunique() if "seed" in sweep else 1
     spread = f"mean of {n_seeds} seeds, band: min–max" if n_seeds > 1 else "one seed"
     ax.set_title(f"Houlsby adapters: {_split(d, 'init_scale')} score vs. initial weight scale\n({spread})",
                  fontsize=10.5)
@@ -950,6 +970,24 @@ def param_performance_table(df):
     return out.sort_values("trainable", ascending=False).reset_index(drop=True)
 
 
+_TABLE_VIEW = {  # column of param_performance_table -> (header, format)
+    "method": ("method", None), "trainable": ("trainable", "{:,}"), "percent_trained": ("% trained", "{:.3g}"),
+    "value_x100": ("score × 100", "{:.1f}"), "seconds_per_epoch": ("s / epoch", "{:.1f}"),
+    "train_seconds": ("train s", "{:.0f}"), "time_vs_full_pct": ("time vs. full", "{:.0f} %"),
+    "peak_memory_mb": ("peak MB", "{:,.0f}"), "memory_vs_full_pct": ("memory vs. full", "{:.0f} %"),
+}
+
+
+def param_performance_table_view(table):
+    """param_performance_table(df) for reading in a notebook: short headers, formatted numbers, no index
+    (the family column is left out: the method's name says it). Returns a pandas Styler."""
+    t = table[[c for c in _TABLE_VIEW if c in table]]
+    t = t.rename(columns={c: _TABLE_VIEW[c][0] for c in t})
+    formats = {_TABLE_VIEW[c][0]: f for c, (_, f) in _TABLE_VIEW.items() if c in table and f}
+    return (t.style.format(formats, na_rep="–").hide(axis="index")
+            .set_properties(subset=["method"], **{"text-align": "left", "white-space": "nowrap"}))
+
+
 # --------------------------------------------------------------------------- low resource
 
 
@@ -1065,4 +1103,44 @@ def low_resource_plot_interactive(df):
         xaxis=dict(type="log", title="training examples", tickvals=sizes, ticktext=[f"{int(v):,}" for v in sizes]),
         yaxis=dict(title=f"{split} " + metric_label(metric)), updatemenus=menus, template="plotly_white",
         height=520, margin=dict(t=120), legend=dict(title="method"))
+    return fig
+
+
+# --------------------------------------------------------------------------- learning curves
+
+
+def _learning_long(curves, metric):
+    """Curves (one row per method and evaluation: method, step, epoch, train_loss, validation) in long form."""
+    long = curves.melt(id_vars=["method", "step", "epoch"], value_vars=["train_loss", "validation"],
+                       var_name="quantity", value_name="value")
+    long["quantity"] = long["quantity"].map({"train_loss": "training loss", "validation": f"validation {metric}"})
+    return long.assign(method=long["method"].astype(str))
+
+
+def learning_curves_plot(curves, metric="metric", title=None):
+    """Training loss and validation metric against the training step (a panel each), one line per method in
+    its family colour. `curves`: one row per method and evaluation, with columns method, step, epoch,
+    train_loss, validation (the points of a record's "curve"). Returns the matplotlib Figure."""
+    long = _learning_long(curves, metric)
+    methods = list(dict.fromkeys(long["method"]))
+    grid = sns.relplot(data=long, x="step", y="value", hue="method", col="quantity", kind="line", marker="o",
+                       hue_order=methods, palette=_colors(methods), facet_kws=dict(sharey=False), height=3.6,
+                       aspect=1.25)
+    grid.set_titles("{col_name}")
+    grid.set_axis_labels("training step", "")
+    if title:
+        grid.figure.suptitle(title, y=1.03)
+    return grid.figure
+
+
+def learning_curves_plot_interactive(curves, metric="metric", title=None):
+    """Plotly version of learning_curves_plot (the same colours; hover gives the epoch)."""
+    long = _learning_long(curves, metric)
+    methods = list(dict.fromkeys(long["method"]))
+    fig = px.line(long, x="step", y="value", color="method", facet_col="quantity", markers=True,
+                  hover_data={"epoch": ":.2f"}, category_orders={"method": methods},
+                  color_discrete_map=_colors(methods), title=title)
+    fig.update_yaxes(matches=None, showticklabels=True)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    fig.update_layout(height=420, width=950)
     return fig

@@ -68,8 +68,9 @@ def _spans_one_short(model, inputs):
 
 def _best_seed_within(df, points):
     full = df[df["method"] == "full"]["value"].mean()
-    best = df[df["method"] != "full"].groupby("label").agg(value=("value", "max"), trainable=("trainable", "first"))
-    return best[best["value"] >= full - points / 100]["trainable"].idxmin()
+    by_label = df[df["method"] != "full"].groupby("label")
+    best, trainable = by_label["value"].max(), by_label["trainable"].first()
+    return trainable[best >= full - points / 100].idxmin()
 
 
 def _higher_mean(df, method):

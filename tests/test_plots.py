@@ -3,6 +3,7 @@
 The numbers here are test inputs only (no figure in the repo is drawn from them).
 """
 import matplotlib
+import matplotlib.colors
 
 matplotlib.use("Agg")
 
@@ -96,6 +97,22 @@ def test_layer_removal_heatmap_interactive_with_task_dropdown():
     assert len(fig.layout.shapes) == L + 1  # the diagonal cells + the all-removed cell
 
 
+def test_layer_removal_heatmap_keeps_its_key_and_marks_clear_of_the_cells():
+    """The key of the colour-bar lines sits below the heatmap (not over a cell), and the lines at the
+    extremes (no removal on top, majority class at the bottom) lie inside the colour bar, not on its edge."""
+    for relative in (False, True):
+        fig = plots.layer_removal_heatmap(layer_removal_df(), relative=relative)
+        ax, cbar_ax = fig.axes
+        renderer = fig.canvas.get_renderer()
+        (key,) = fig.legends
+        assert [t.get_text() for t in key.get_texts()] == ["no removal", "majority class"]
+        assert not key.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+        low, high = sorted(cbar_ax.get_ylim())
+        for line in cbar_ax.get_lines():
+            y = line.get_ydata()[0]
+            assert low + 0.02 * (high - low) < y < high - 0.02 * (high - low), (relative, line.get_label(), y)
+
+
 def test_missing_columns_name_the_problem():
     with pytest.raises(ValueError, match="first_layer"):
         plots.layer_removal_heatmap(pd.DataFrame({"task": ["t"], "value": [0.5]}))
@@ -109,6 +126,27 @@ def test_init_scale_plot():
     assert ax.get_xscale() == "log"
     assert len(ax.get_lines()) == 2  # one line per task
     assert "initialisation" in ax.get_xlabel() and "%" in ax.get_ylabel()
+
+
+def test_init_scale_plot_keeps_extra_rows_out_of_the_seed_statistics():
+    """A std trained live in the widget (source "extra") is drawn as a diamond only: the mean line, the
+    seed band and the seed dots stay those of the sweep."""
+    df = init_scale_df(tasks=("t1",))
+    extra = pd.DataFrame([dict(task="t1", init_std=1e-2, seed=5, metric="accuracy", value=0.1, source="extra")])
+
+    def drawn(fig):
+        ax = fig.axes[0]
+        (line,) = ax.get_lines()
+        band = ax.collections[0].get_paths()[0].vertices
+        dots = [c for c in ax.collections if c.get_label() != "t1: trained live"][1]
+        return line.get_ydata().tolist(), band.tolist(), dots.get_offsets().tolist()
+
+    before = drawn(plots.init_scale_plot(df))
+    fig = plots.init_scale_plot(pd.concat([df.assign(source="sweep"), extra], ignore_index=True))
+    assert drawn(fig) == before
+    (diamond,) = [c for c in fig.axes[0].collections if c.get_label() == "t1: trained live"]
+    assert diamond.get_offsets().tolist() == [[1e-2, 10.0]]
+    assert "mean of 2 seeds" in fig.axes[0].get_title()
 
 
 def test_init_scale_plot_interactive():
@@ -188,6 +226,33 @@ def test_low_resource_plot_interactive():
     assert len(ys) == len(fig.data)
 
 
+# --------------------------------------------------------------------------- learning curves, colours
+
+def learning_curves_df(methods=("full", "houlsby", "compacter++")):
+    return pd.DataFrame([dict(method=m, step=step, epoch=step / 10, train_loss=1 / step + k, validation=0.5 + k / 10)
+                         for k, m in enumerate(methods) for step in (10, 20, 30)])
+
+
+def test_learning_curves_give_each_method_the_same_colour_static_and_interactive():
+    curves = learning_curves_df()
+    fig = plots.learning_curves_plot(curves, metric="accuracy")
+    (key,) = fig.legends
+    static = {t.get_text(): matplotlib.colors.to_hex(h.get_color()) for t, h in zip(key.get_texts(),
+                                                                                       key.legend_handles)}
+    interactive = {}
+    for trace in plots.learning_curves_plot_interactive(curves, metric="accuracy").data:
+        interactive.setdefault(trace.name, trace.line.color)
+    assert static == interactive and set(static) == {"full", "houlsby", "compacter++"}
+    assert len(set(static.values())) == 3
+    # and the same colour in every other figure: a family's colour does not depend on who else is drawn
+    assert static["compacter++"] == plots._colors(["compacter++", "full"])["compacter++"] \
+        == plots._colors(["compacter++"])["compacter++"]
+    low = plots.low_resource_plot(low_resource_df())
+    drawn = {line.get_label(): matplotlib.colors.to_hex(line.get_color()) for line in low.axes[0].get_lines()}
+    assert drawn[plots.FAMILY_NAMES["compacter++"]] == static["compacter++"]
+    assert drawn[plots.FAMILY_NAMES["full"]] == static["full"]
+
+
 # --------------------------------------------------------------------------- saving
 
 def test_save_figure_writes_png_and_html_sharing_one_plotly_js(tmp_path, monkeypatch):
@@ -248,6 +313,42 @@ def test_init_scale_explorer_trains_an_extra_std_on_click():
     box.children[1].children[-1].click()
     assert len(calls) == 1 and (box.state["df"]["source"] == "extra").sum() == 1
     box.children[0].children[0].value = ("t1",)
+
+
+def test_init_scale_explorer_shows_progress_against_the_estimate():
+    box = widgets.init_scale_explorer(init_scale_df(), train_extra=lambda init_std, task, seed: dict(
+        task=task, init_std=init_std, seed=seed, metric="accuracy", value=0.5), estimate_seconds=42)
+    bar, status = box.children[2].children
+    assert bar.max == 42 and bar.layout.visibility == "hidden"
+    box.children[1].children[-1].click()
+    assert "validation accuracy 50.00 %" in status.value and bar.layout.visibility == "hidden"
+
+
+def test_explorer_controls_show_their_labels_and_hint_at_multiple_choice():
+    boxes = [widgets.layer_removal_explorer(layer_removal_df()),
+             widgets.init_scale_explorer(init_scale_df(tasks=("t1",))),
+             widgets.param_performance_explorer(param_performance_df()),
+             widgets.low_resource_explorer(low_resource_df())]
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    controls = [c for box in boxes for c in walk(box)]
+    toggles = [c for c in controls if isinstance(c, widgets.w.ToggleButtons)]
+    assert toggles and all(t.style.button_width == "auto" for t in toggles)  # no label cut off
+    picks = [c for c in controls if isinstance(c, widgets.w.SelectMultiple)]
+    assert [p.description for p in picks if p.disabled] == ["tasks"]  # a single task: nothing to pick
+    hints = [c.value for c in controls if isinstance(c, widgets.w.HTML) and "ctrl/cmd-click" in c.value]
+    assert len(hints) == 3  # beside the multi-selects of the three explorers that have them
+
+
+def test_efficiency_table_view_is_compact():
+    view = plots.param_performance_table_view(plots.param_performance_table(param_performance_df()))
+    html = view.to_html()
+    assert "family" not in html and "time vs. full" in html and "200,000" in html
+    assert "100 %" in html
 
 
 def test_init_scale_explorer_without_callback_has_no_button():

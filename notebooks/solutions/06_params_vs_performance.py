@@ -11,6 +11,6 @@ def percent_trained(model):
 # %% exercise: 06.smallest_within
 def smallest_within(df, points):
     full = df[df["method"] == "full"]["value"].mean()
-    means = df[df["method"] != "full"].groupby("label").agg(value=("value", "mean"), trainable=("trainable", "first"))
-    close = means[means["value"] >= full - points / 100]
-    return close["trainable"].idxmin()
+    by_label = df[df["method"] != "full"].groupby("label")
+    means, trainable = by_label["value"].mean(), by_label["trainable"].first()
+    return trainable[means >= full - points / 100].idxmin()  # the fewest parameters among those close enough
