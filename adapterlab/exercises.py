@@ -475,6 +475,13 @@ def check_smallest_within(smallest_within):
         if points == 2.0 and got == "houlsby m=8":
             raise Hint("among the methods close enough, pick the one with the fewest trainable parameters")
         raise Hint(f"with points={points} you answered {got!r}; a method above full fine-tuning counts as within")
+    far = df[df["label"].isin(["full", "layernorm"])]  # nothing within a point of full fine-tuning
+    try:
+        got = smallest_within(far.copy(), 1.0)
+    except Exception as error:
+        raise Hint(f"when no method is close enough, return None (your function raised {type(error).__name__})") from None
+    if got is not None:
+        raise Hint(f"when no method is close enough, return None (you answered {got!r})")
     return "the same choice as adapterlab.findings.smallest_within on a small table"
 
 

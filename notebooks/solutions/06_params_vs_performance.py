@@ -13,4 +13,5 @@ def smallest_within(df, points):
     full = df[df["method"] == "full"]["value"].mean()
     by_label = df[df["method"] != "full"].groupby("label")
     means, trainable = by_label["value"].mean(), by_label["trainable"].first()
-    return trainable[means >= full - points / 100].idxmin()  # the fewest parameters among those close enough
+    close = trainable[means >= full - points / 100]
+    return close.idxmin() if len(close) else None  # the fewest parameters among those close enough
