@@ -120,7 +120,10 @@ def test_a_run_that_always_raises_is_a_reported_failure(out, cluster, capsys):
 
 def test_an_interrupted_sweep_resumes_without_repeating_runs(out):
     command = [sys.executable, "-m", "adapterlab", "sweep", "--profile", "smoke", "--only", ONLY]
-    driver = subprocess.Popen(command, cwd=CHECKOUT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # SIG_DFL first: a shell that starts pytest in the background (`make test &`) ignores SIGINT for its
+    # children, and Python would then never turn Ctrl-C into KeyboardInterrupt
+    driver = subprocess.Popen(command, cwd=CHECKOUT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not stored(out) and time.time() < deadline and driver.poll() is None:
         time.sleep(0.2)
