@@ -213,7 +213,24 @@ def report(profile="default"):
         seconds, runs, what = from_scratch(profile, family)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += READERS[family](df) + [f"  *(from scratch: {cost})*", ""]
+    out.append(total_time(profile))
     return "\n".join(out).strip() + "\n"
+
+
+def total_time(profile):
+    """One line: what `make figures-fresh` costs, summed from the stored runs of the four families and
+    of notebook 03's teaching runs (the other notebooks train nothing)."""
+    from . import experiments
+    store = experiments.ResultStore(profiles.results_dir(profile))
+    parts = {family: from_scratch(profile, family) for family in FAMILIES}
+    teaching = [e["record"]["run_seconds"] for e in store.records("teaching")]
+    minutes = {family: seconds / 60 for family, (seconds, _, _) in parts.items()}
+    minutes["teaching (03)"] = sum(teaching) / 60
+    missing = [family for family, (_, runs, _) in parts.items() if not runs]
+    listed = ", ".join(f"{name} {m:.0f}" for name, m in minutes.items())
+    return (f"**From scratch in all** (`make figures-fresh`): {sum(minutes.values()) / 60:.1f} h of stored "
+            f"training runs (minutes: {listed}), as timed on the machines that made them"
+            + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 
 def write_readme(profile="default", path=None):
