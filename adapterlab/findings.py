@@ -181,13 +181,20 @@ def load(profile, family):
     return pd.read_csv(path) if path.is_file() else None
 
 
+def stored_runs(profile, family):
+    """The stored records of the family's current plan (03's "teaching": every stored record)."""
+    from . import experiments  # torch and the models: only when asked
+    store = experiments.ResultStore(profiles.results_dir(profile))
+    if family == "teaching":
+        return [e["record"] for e in store.records(family)]
+    records = [store.get(experiments.run_key(c, profile, family), family) for c in experiments.plan(profile, family)]
+    return [r for r in records if r is not None]
+
+
 def from_scratch(profile, family):
     """What the family's planned runs cost to make, from their stored records: (seconds, runs, what).
     seconds sums run_seconds (whole runs), or train_seconds (training loops only) for older records."""
-    from . import experiments  # torch and the models: only when asked
-    store = experiments.ResultStore(profiles.results_dir(profile))
-    records = [store.get(experiments.run_key(c, profile, family), family) for c in experiments.plan(profile, family)]
-    records = [r for r in records if r is not None]
+    records = stored_runs(profile, family)
     wall = all("run_seconds" in r for r in records)
     seconds = sum(r["run_seconds"] if wall else r["train_seconds"] for r in records)
     return seconds, len(records), "whole runs" if wall else "training loops only"
@@ -217,19 +224,30 @@ def report(profile="default"):
     return "\n".join(out).strip() + "\n"
 
 
+# the notebooks that train, and the store family of their runs (01, 02 train nothing)
+NOTEBOOK_FAMILIES = {"03_training_adapters": "teaching", "04_layer_removal": "layer_removal",
+                     "05_init_scale": "init_scale", "06_params_vs_performance": "param_performance",
+                     "07_low_resource": "low_resource"}
+
+
+def notebook_seconds(profile):
+    """{notebook stem: (seconds, device)}: what each training notebook's stored runs took to make
+    (from_scratch), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
+    out = {}
+    for stem, family in NOTEBOOK_FAMILIES.items():
+        devices = {str(r.get("device", "cpu")) for r in stored_runs(profile, family)}
+        out[stem] = (from_scratch(profile, family)[0], "gpu" if any(d.startswith("cuda") for d in devices) else "cpu")
+    return out
+
+
 def total_time(profile):
-    """One line: what `make figures-fresh` costs, summed from the stored runs of the four families and
-    of notebook 03's teaching runs (the other notebooks train nothing)."""
-    from . import experiments
-    store = experiments.ResultStore(profiles.results_dir(profile))
-    parts = {family: from_scratch(profile, family) for family in FAMILIES}
-    teaching = [e["record"]["run_seconds"] for e in store.records("teaching")]
-    minutes = {family: seconds / 60 for family, (seconds, _, _) in parts.items()}
-    minutes["teaching (03)"] = sum(teaching) / 60
-    missing = [family for family, (_, runs, _) in parts.items() if not runs]
-    listed = ", ".join(f"{name} {m:.0f}" for name, m in minutes.items())
-    return (f"**From scratch in all** (`make figures-fresh`): {sum(minutes.values()) / 60:.1f} h of stored "
-            f"training runs (minutes: {listed}), as timed on the machines that made them"
+    """One line: what `make figures-fresh` costs, summed from the stored runs of every notebook."""
+    seconds = notebook_seconds(profile)
+    missing = [family for family in FAMILIES if not from_scratch(profile, family)[1]]
+    listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
+    total = sum(s for s, _ in seconds.values())
+    return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "
+            f"training runs (minutes per notebook: {listed}), as timed on the machines that made them"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import profiles, regenerate
+from . import findings, profiles, regenerate
 
 SITE_SOURCES = regenerate.CHECKOUT / "site"
 SOLUTION = "solution"
@@ -132,8 +132,12 @@ def _seconds(seconds):
 
 def _duration(kinds):
     """'20 s (cached results), 31 min (training)' for one device's entries, or 'not measured'."""
+    kinds = dict(kinds or {})
+    if "from_scratch" in kinds:
+        kinds.pop("training", None)  # a run that trained may have trained only what was missing
     parts = [f"{_seconds(kinds[kind]['seconds'])} ({label})" for kind, label in
-             (("cached", "cached results"), ("training", "training")) if kind in (kinds or {})]
+             (("cached", "cached results"), ("from_scratch", "from scratch"), ("training", "training"))
+             if kind in kinds]
     return ", ".join(parts) or "not measured"
 
 
@@ -154,8 +158,10 @@ def landing_page(notebooks, times, profile):
         intro.rstrip(), "## In order", "\n".join(order),
         f"## How long each notebook takes\n\nMeasured by `python -m adapterlab regenerate --profile {profile}` on each "
         "kind of machine: \"cached results\", the last run that only read the committed results and redrew; "
-        "\"training\", the last run that trained (with `--fresh`, or because results were missing; recorded in "
-        f"`data/results/{profile}/timings.json`). \"not measured\": no such run was recorded.",
+        "\"from scratch\", what the notebook's stored training runs took to make, summed from their records in "
+        f"`data/results/{profile}/` (as the notebook's first cell and the README print it); \"training\", where "
+        "that sum is not available, the last run that trained (with `--fresh`, or because results were missing; "
+        f"recorded in `data/results/{profile}/timings.json`). \"not measured\": no such run was recorded.",
         "\n".join(rows), toc]) + "\n"
 
 
@@ -198,7 +204,11 @@ def build(sources, out, profile="default", quiet=True, timing_files=()):
         nbformat.write(prepare(nb), src / path.name)
     if broken:
         raise ValueError("these executed notebooks stopped on an error; fix and re-run them first: " + "; ".join(broken))
-    (src / "index.md").write_text(landing_page(notebooks, timings(notebooks, timing_files), profile))
+    times = timings(notebooks, timing_files)
+    for stem, (seconds, device) in findings.notebook_seconds(profile).items():
+        if stem in notebooks and seconds:
+            times.setdefault(stem, {}).setdefault(device, {})["from_scratch"] = {"seconds": seconds}
+    (src / "index.md").write_text(landing_page(notebooks, times, profile))
     _copy_assets(src / "_static")
     html = out / "html"
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-j", "auto", "-E", *(["-q"] if quiet else []),

@@ -97,6 +97,14 @@ def test_timings_keep_the_last_cached_run_and_the_last_run_that_trained(tmp_path
     assert site._duration(times["01_first"]["cpu"]) == "20 s (cached results), 30 min (training)"
 
 
+def test_the_from_scratch_sum_replaces_the_last_run_that_trained():
+    # a run that trained may have trained only the missing runs (8 min here), so where the stored runs' sum
+    # is known it is the one shown
+    kinds = {"cached": {"seconds": 20}, "training": {"seconds": 480}, "from_scratch": {"seconds": 3600}}
+    assert site._duration(kinds) == "20 s (cached results), 60 min (from scratch)"
+    assert site._duration({"training": {"seconds": 480}}) == "8 min (training)"
+
+
 # ---------------------------------------------------------------- the browser harness
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
