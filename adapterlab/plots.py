@@ -722,7 +722,7 @@ def param_performance_plot(df, x="trainable", relative=True, families=None, task
                 handles.append(h)
                 labels.append(lab)
     order = {FAMILY_NAMES.get(f, f): k for k, f in enumerate(FAMILY_ORDER)}
-    pairs = sorted(zip(labels, handles), key=lambda p: order.get(p[0], len(order)))
+    pairs = sorted(zip(labels, handles), key=lambda p: order.get(p[0], len(FAMILY_ORDER)))  # "not converged" last
     fig.legend([h for _, h in pairs], [lab for lab, _ in pairs], loc="center left", bbox_to_anchor=(1.0, 0.5),
                frameon=False, fontsize=8.5, title="method family")
     fig.suptitle(f"Trainable parameters vs. {split} score" +
