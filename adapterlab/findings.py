@@ -161,6 +161,11 @@ def low_resource(df):
             means = ", ".join(f"{m} {pts(v.mean())}" for m, v in by.items())
             vs = "; ".join(f"{m} − full {said(by[m], by['full'])}" for m in by if m != "full" and "full" in by)
             lines.append(f"- {int(size):,} examples: {means}" + (f"; {vs}" if vs else "") + ".")
+        if "converged" in d and not d["converged"].astype(bool).all():
+            per = ", ".join(f"{m} {(~g['converged'].astype(bool)).sum()} of {len(g)}"
+                            for m, g in d.groupby("method", sort=False))
+            lines.append(f"- not converged, by method: {per}; a gap that involves such runs is the gap at this "
+                         "budget, not at convergence.")
         smallest = d[d["train_size"] == d["train_size"].min()]
         cpp, full = (smallest[smallest["method"] == m]["value"] for m in ("compacter++", "full"))
         if len(cpp) and len(full):

@@ -34,6 +34,10 @@ def test_low_resource_verdict_on_the_smallest_set():
             for m, v in (("compacter++", 0.75 if n == 100 else 0.8), ("full", 0.70 if n == 100 else 0.8))]
     text = "\n".join(findings.low_resource(pd.DataFrame(rows)))
     assert "smallest set: reproduced" in text and "1,000 examples: compacter++ 81.0, full 81.0" in text
+    assert "by method" not in text  # all converged: nothing to qualify
+    rows[0]["converged"] = False  # one Compacter++ run
+    text = "\n".join(findings.low_resource(pd.DataFrame(rows)))
+    assert "not converged, by method: compacter++ 1 of 6, full 0 of 6" in text
 
 
 def test_readme_findings_are_what_the_committed_tables_give():
