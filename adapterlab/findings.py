@@ -196,13 +196,19 @@ def stored_runs(profile, family):
     return [r for r in records if r is not None]
 
 
-def from_scratch(profile, family):
-    """What the family's planned runs cost to make, from their stored records: (seconds, runs, what).
-    seconds sums run_seconds (whole runs), or train_seconds (training loops only) for older records."""
-    records = stored_runs(profile, family)
+def _cost(records):
+    """(seconds, what) of stored records: run_seconds (whole runs), or train_seconds (training loops
+    only) when an older record lacks run_seconds."""
     wall = all("run_seconds" in r for r in records)
     seconds = sum(r["run_seconds"] if wall else r["train_seconds"] for r in records)
-    return seconds, len(records), "whole runs" if wall else "training loops only"
+    return seconds, "whole runs" if wall else "training loops only"
+
+
+def from_scratch(profile, family):
+    """What the family's planned runs cost to make, from their stored records: (seconds, runs, what)."""
+    records = stored_runs(profile, family)
+    seconds, what = _cost(records)
+    return seconds, len(records), what
 
 
 def timing(profile, family):
@@ -237,18 +243,19 @@ NOTEBOOK_FAMILIES = {"03_training_adapters": "teaching", "04_layer_removal": "la
 
 def notebook_seconds(profile):
     """{notebook stem: (seconds, device)}: what each training notebook's stored runs took to make
-    (from_scratch), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
+    (0 when none is stored), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
     out = {}
     for stem, family in NOTEBOOK_FAMILIES.items():
-        devices = {str(r.get("device", "cpu")) for r in stored_runs(profile, family)}
-        out[stem] = (from_scratch(profile, family)[0], "gpu" if any(d.startswith("cuda") for d in devices) else "cpu")
+        records = stored_runs(profile, family)
+        cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
+        out[stem] = (_cost(records)[0], "gpu" if cuda else "cpu")
     return out
 
 
 def total_time(profile):
     """One line: what `make figures-fresh` costs, summed from the stored runs of every notebook."""
     seconds = notebook_seconds(profile)
-    missing = [family for family in FAMILIES if not from_scratch(profile, family)[1]]
+    missing = [family for stem, family in NOTEBOOK_FAMILIES.items() if family in FAMILIES and not seconds[stem][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
     total = sum(s for s, _ in seconds.values())
     return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "

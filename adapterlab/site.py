@@ -48,10 +48,11 @@ def executed_notebooks(sources):
     return dict(sorted(found.items()))
 
 
-def timings(notebooks, files=()):
-    """{stem: {"cpu"|"gpu": {"cached": entry, "training": entry}}} from the timings.json beside the
-    notebooks (the last run of each) and from `files` (e.g. the result store's record of the runs
-    that trained); an entry is {"seconds", "trained", "date", ...}; later sources win."""
+def timings(notebooks, files=(), from_scratch=None):
+    """{stem: {"cpu"|"gpu": {"cached": entry, "training": entry, "from_scratch": entry}}} from the
+    timings.json beside the notebooks (the last run of each), from `files` (e.g. the result store's
+    record of the runs that trained; later sources win) and from `from_scratch`, {stem: (seconds,
+    device)} as findings.notebook_seconds gives it; an entry is {"seconds", "trained", "date", ...}."""
     merged = {}
     paths = [folder / regenerate.TIMINGS for folder in sorted({p.parent for p in notebooks.values()})]
     for path in [*paths, *map(Path, files)]:
@@ -64,6 +65,9 @@ def timings(notebooks, files=()):
                 for device, entry in per_device.items():
                     kind = "training" if entry.get("trained", entry.get("fresh")) else "cached"
                     merged.setdefault(stem, {}).setdefault(device, {})[kind] = entry
+    for stem, (seconds, device) in (from_scratch or {}).items():
+        if stem in notebooks and seconds:
+            merged.setdefault(stem, {}).setdefault(device, {})["from_scratch"] = {"seconds": seconds}
     return merged
 
 
@@ -204,10 +208,7 @@ def build(sources, out, profile="default", quiet=True, timing_files=()):
         nbformat.write(prepare(nb), src / path.name)
     if broken:
         raise ValueError("these executed notebooks stopped on an error; fix and re-run them first: " + "; ".join(broken))
-    times = timings(notebooks, timing_files)
-    for stem, (seconds, device) in findings.notebook_seconds(profile).items():
-        if stem in notebooks and seconds:
-            times.setdefault(stem, {}).setdefault(device, {})["from_scratch"] = {"seconds": seconds}
+    times = timings(notebooks, timing_files, from_scratch=findings.notebook_seconds(profile))
     (src / "index.md").write_text(landing_page(notebooks, times, profile))
     _copy_assets(src / "_static")
     html = out / "html"

@@ -40,6 +40,20 @@ def test_low_resource_verdict_on_the_smallest_set():
     assert "not converged, by method: compacter++ 1 of 6, full 0 of 6" in text
 
 
+def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
+    stored = {"teaching": [dict(run_seconds=60, device="cpu")] * 2,
+              "layer_removal": [dict(run_seconds=120, device="cuda:0"), dict(run_seconds=30, device="cpu")],
+              "init_scale": [dict(train_seconds=600, device="cpu")],  # an older record: training loop only
+              "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")]}
+    monkeypatch.setattr(findings, "stored_runs", lambda profile, family: stored[family])
+    assert findings.notebook_seconds("default") == {
+        "03_training_adapters": (120, "cpu"), "04_layer_removal": (150, "gpu"), "05_init_scale": (600, "cpu"),
+        "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu")}
+    line = findings.total_time("default")
+    assert "0.7 h" in line and "03 2, 04 2, 05 10, 06 0, 07 30" in line  # 2,670 s in all
+    assert "param_performance not stored yet" in line
+
+
 def test_readme_findings_are_what_the_committed_tables_give():
     """Regenerate the section with `python -m adapterlab.findings --profile default --write-readme`."""
     if findings.load("default", "init_scale") is None:

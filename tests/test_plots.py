@@ -149,6 +149,16 @@ def test_init_scale_plot_keeps_extra_rows_out_of_the_seed_statistics():
     assert "mean of 2 seeds" in fig.axes[0].get_title()
 
 
+def test_param_performance_legend_lists_not_converged_after_every_family():
+    # "not converged" is no family: it goes after all of them, also after the last (Compacter++)
+    df = param_performance_df().assign(converged=True)
+    df.loc[df["method"].isin(["compacter++", "houlsby"]), "converged"] = False
+    fig = plots.param_performance_plot(df)
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels[-1] == "not converged" and labels[-2] == plots.FAMILY_NAMES["compacter++"]
+
+
 def test_init_scale_plot_interactive():
     fig = plots.init_scale_plot_interactive(init_scale_df())
     assert fig.layout.xaxis.type == "log"

@@ -105,6 +105,15 @@ def test_the_from_scratch_sum_replaces_the_last_run_that_trained():
     assert site._duration({"training": {"seconds": 480}}) == "8 min (training)"
 
 
+
+def test_timings_take_the_from_scratch_sums_of_the_notebooks_shown(tmp_path):
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# 05 · Init\n\nText.")]), tmp_path / "05_init.ipynb")
+    notebooks = site.executed_notebooks([tmp_path])
+    times = site.timings(notebooks, from_scratch={"05_init": (3600.0, "gpu"), "06_other": (60.0, "cpu"),
+                                                  "05_unstored": (0, "cpu")})
+    assert times == {"05_init": {"gpu": {"from_scratch": {"seconds": 3600.0}}}}  # only notebooks shown, with runs
+
+
 # ---------------------------------------------------------------- the browser harness
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
