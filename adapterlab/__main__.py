@@ -3,7 +3,7 @@
     python -m adapterlab train --backbone default --task airline --method houlsby \\
         --bottleneck 64 --train-size 2000 --epochs 3 --lr 1e-3 --seed 0 --json
     python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
-    python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--out DIR]
+    python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
 
 Bad arguments print one clear line and exit with status 2, not a traceback.
 """
@@ -66,9 +66,11 @@ def add_sweep_parser(sub):
     p.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
     p.add_argument("--only", help="comma-separated notebook numbers or family names, e.g. 04,06")
     p.add_argument("--executor", default="local", choices=["local", "ray"],
-                   help="local: one worker per GPU (one on CPU); ray: one Ray task per run")
+                   help="local: one worker per GPU (on CPU: --max-parallel workers, default 1); "
+                        "ray: one Ray task per run")
     p.add_argument("--address", help="ray: the cluster to join (auto, or HOST:6379); default: a local one")
-    p.add_argument("--max-parallel", type=int, help="at most this many runs at once")
+    p.add_argument("--max-parallel", type=int,
+                   help="at most this many runs at once (on CPU: this many workers sharing the cores)")
     p.add_argument("--retries", type=int, default=2, help="restarts of a run whose worker died")
 
 
@@ -89,6 +91,9 @@ def add_regenerate_parser(sub):
     p.add_argument("--out", help="write executed notebooks, results and figures under this directory")
     p.add_argument("--dry-run", action="store_true", help="list what would run (paper: the planned runs)")
     p.add_argument("--jobs", type=int, default=1, help="independent notebooks in parallel processes")
+    p.add_argument("--workers", type=int, default=1,
+                   help="train the planned runs first, this many side by side (CPU: sharing the cores)")
+    p.add_argument("--since", help="resume a fresh run: retrain only records made before this ISO time")
     p.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell")
 
 
@@ -96,7 +101,8 @@ def regenerate_command(args):
     from .regenerate import regenerate
 
     return regenerate(profile=args.profile, only=args.only, fresh=args.fresh, out=args.out,
-                      dry_run=args.dry_run, jobs=args.jobs, timeout=args.timeout)
+                      dry_run=args.dry_run, jobs=args.jobs, timeout=args.timeout, workers=args.workers,
+                      since=args.since)
 
 
 def main(argv=None):

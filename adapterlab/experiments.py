@@ -19,6 +19,7 @@ store keys are `run_key(config, profile)` (the RunConfig dict, the method it res
 CODE_VERSION, plus "eval_size" when the profile caps evaluation sets).
 """
 import math
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -285,10 +286,15 @@ def cap_eval(task, eval_size):
     return replace(task, splits=splits, note=task.note + f" Validation/test capped at {eval_size} examples.")
 
 
+WORKERS_ENV = "ADAPTERLAB_WORKERS"  # runs training side by side on this machine (sweep's workers set it)
+
+
 def run_one(config, eval_size=None, device="auto", progress=False, save_to=None, glue_dir=None):
     """train.run's record for one config, with evaluation sets capped at eval_size and, if save_to
     is given, the trained (best-on-validation) adapter saved there with save_adapter. run_seconds: the
-    whole run (loading, training, evaluations, test), what a from-scratch regeneration pays for it."""
+    whole run (loading, training, evaluations, test), what a from-scratch regeneration pays for it;
+    `threads` (torch's CPU threads) and `workers` (runs side by side, each paying its own seconds) say
+    how it was timed, so run_seconds / workers is its share of a regeneration's wall time."""
     start = time.perf_counter()
     model, tokenizer, task = T.build(config, glue_dir=glue_dir)
     task = cap_eval(task, eval_size)
@@ -302,7 +308,8 @@ def run_one(config, eval_size=None, device="auto", progress=False, save_to=None,
         "trainable": pc.trainable, "base_total": pc.base_total, "percent": pc.percent, "by_group": pc.by_group,
         "majority": task.majority_baseline("test")[task.metric],
         "majority_validation": task.majority_baseline("validation")[task.metric],
-        **result, "run_seconds": time.perf_counter() - start, "config": config.to_dict(),
+        **result, "run_seconds": time.perf_counter() - start, "threads": torch.get_num_threads(),
+        "workers": int(os.environ.get(WORKERS_ENV, 1)), "config": config.to_dict(),
     }
 
 

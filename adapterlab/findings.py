@@ -198,10 +198,15 @@ def stored_runs(profile, family):
 
 def _cost(records):
     """(seconds, what) of stored records: run_seconds (whole runs), or train_seconds (training loops
-    only) when an older record lacks run_seconds."""
+    only) when an older record lacks run_seconds. A run trained beside others (`workers` > 1, the
+    sweep's CPU workers) counts for run_seconds / workers: its share of the wall time."""
     wall = all("run_seconds" in r for r in records)
-    seconds = sum(r["run_seconds"] if wall else r["train_seconds"] for r in records)
-    return seconds, "whole runs" if wall else "training loops only"
+    seconds = sum((r["run_seconds"] if wall else r["train_seconds"]) / r.get("workers", 1) for r in records)
+    workers = sorted({r.get("workers", 1) for r in records})
+    what = "whole runs" if wall else "training loops only"
+    if workers != [1]:
+        what += f", {'/'.join(map(str, workers))} runs side by side"
+    return seconds, what
 
 
 def from_scratch(profile, family):

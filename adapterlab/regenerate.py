@@ -2,6 +2,7 @@
 
     python -m adapterlab regenerate --profile default            # redraw from the cached results
     python -m adapterlab regenerate --profile default --fresh    # retrain everything
+    python -m adapterlab regenerate --profile default --fresh --workers 2   # ... two runs side by side
     python -m adapterlab regenerate --profile smoke --out /tmp/x --only 04,layer_removal --jobs 2
     python -m adapterlab regenerate --profile paper --dry-run    # what the papers' setting would train
 
@@ -19,6 +20,7 @@ is kept, and the run ends with a non-zero status naming the notebook, the cell a
 the error's last lines. Results already in the store are reused on a re-run
 unless `fresh`.
 """
+import datetime
 import json
 import logging
 import os
@@ -31,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
-from . import profiles
+from . import profiles, results
 
 KERNEL = "python3"
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -432,13 +434,49 @@ def _failure_report(o):
     return "\n".join(lines)
 
 
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _train_first(profile, chosen, workers, since, env, progress):
+    """Train the planned runs of the chosen notebooks' families before any notebook runs: `workers`
+    runs side by side (sweep.py; on CPU each with cores // workers threads), records made before
+    `since` counting as missing. The notebooks then only redraw (03 still trains its own runs and
+    04 scores its spans). Returns the sweep's exit status (0 when no chosen notebook has a plan)."""
+    from . import sweep as sweep_module
+
+    families = [sweep_module.NOTEBOOK_FAMILY[nb.stem[:2]] for nb in chosen if nb.stem[:2] in sweep_module.NOTEBOOK_FAMILY]
+    if since:
+        print(f"retraining every run stored before {since}; after an interruption, resume with "
+              f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
+    if not families:
+        return 0
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the sweep's store is the kernels' store (ADAPTERLAB_OUT, the since time)
+    try:
+        return sweep_module.sweep(profile, only=families, max_parallel=workers, progress=progress)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
-               notebooks_dir=None, progress=True, executed_dir=None):
+               notebooks_dir=None, progress=True, executed_dir=None, workers=1, since=None):
     """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
 
     profile        smoke | default | paper
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
-    fresh          inject fresh=True: the notebooks retrain instead of reusing cached results
+    fresh          retrain instead of reusing cached results: with one worker, inject fresh=True (each
+                   notebook retrains in its kernel, as in JupyterLab); with several, see `workers`
+    workers        > 1: first train the chosen notebooks' planned runs this many side by side (a sweep;
+                   on CPU the cores are shared out, which trains more examples per second than one run
+                   on all of them), then run the notebooks, which find them stored. With fresh, records
+                   made before this call count as missing (results.FRESH_SINCE_ENV)
+    since          an ISO time: records made before it count as missing (resumes an interrupted fresh
+                   run: pass the time it printed); implies training first, as with workers
     out            write data/, figures/ and build/ under this directory (kernels get ADAPTERLAB_OUT)
     dry_run        list what would run (and, where adapterlab.experiments.dry_run exists, the planned
                    training runs) without running anything
@@ -463,16 +501,27 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
 
+    workers = max(1, int(workers or 1))
+    if since is not None:
+        since = results.parse_time(since, "--since").isoformat(timespec="seconds")
+    elif fresh and workers > 1:
+        since = _now()
+    train_first = since is not None or workers > 1
+    if since is not None:
+        env[results.FRESH_SINCE_ENV] = since
+    inject_fresh = bool(fresh) and not train_first  # the store already ignores records before `since`
+
     if dry_run:
-        return _dry_run(profile, chosen, jobs, out_dir, root, env, fresh)
+        return _dry_run(profile, chosen, jobs, out_dir, root, env, inject_fresh)
     if profile == "paper" and not _cuda_available():
         print(f"error: {_needs_gpu_message(profile)}", file=sys.stderr)
         return 2
 
     out_dir.mkdir(parents=True, exist_ok=True)
     artifact_dirs = [root / "figures" / profile, root / "data" / "results" / profile]
+    trained = _train_first(profile, chosen, workers, since, env, progress) if train_first else 0
     before = _snapshot(artifact_dirs)
-    todo = [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=bool(fresh)),
+    todo = [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=inject_fresh),
                        env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]
 
     from tqdm.auto import tqdm
@@ -506,7 +555,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     outcomes.sort(key=lambda o: o["notebook"])
     _attribute(before, _snapshot(artifact_dirs), outcomes)
     print(_table(outcomes, root))
-    record_timings(out_dir, outcomes, fresh, trained_dir=root / "data" / "results" / profile)
+    record_timings(out_dir, outcomes, fresh or since is not None, trained_dir=root / "data" / "results" / profile)
     print(f"executed notebooks and their HTML: {out_dir}")
     failed = [o for o in outcomes if not o["ok"]]
     for o in failed:
@@ -515,4 +564,4 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
         print(f"{len(failed)} of {len(outcomes)} notebook(s) failed: {', '.join(Path(o['notebook']).name for o in failed)}",
               file=sys.stderr)
         return 1
-    return 0
+    return 1 if trained else 0  # a failed training run is named in the sweep's summary above

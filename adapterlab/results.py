@@ -38,6 +38,13 @@ Design choices, and why:
   reused inode could go unseen; the worst outcome is one extra rerun. put()
   never trusts the cache: under the lock it always reads the file.)
   get() and records() hand out copies, so callers cannot change the cache.
+- A store can be told to ignore records made before a time (`since`, or the
+  environment variable ADAPTERLAB_FRESH_SINCE, which `regenerate --fresh`
+  sets for its sweep and its kernels): those runs count as missing and are
+  retrained, and their lines are replaced when the new record is put. One
+  timestamp, rather than a "fresh" flag passed down every call, lets an
+  interrupted from-scratch run resume: what was retrained after that time
+  is kept.
 """
 
 import copy
@@ -54,6 +61,16 @@ from pathlib import Path
 # Bump this when the meaning of configs or records changes: old lines are then
 # ignored (not deleted) and every run is recomputed.
 SCHEMA_VERSION = 1
+FRESH_SINCE_ENV = "ADAPTERLAB_FRESH_SINCE"
+
+
+def parse_time(text, what="time"):
+    """An ISO 8601 time as an aware datetime (UTC when no zone is given); a clear error otherwise."""
+    try:
+        when = datetime.datetime.fromisoformat(str(text))
+    except ValueError:
+        raise ValueError(f"{what} {text!r} is not an ISO 8601 time; write it like 2026-12-01T19:30:00+00:00") from None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
 
 
 class CorruptLineWarning(UserWarning):
@@ -139,9 +156,11 @@ class _Lock:
 class ResultStore:
     """Records as JSON lines under `root`, one file per experiment family."""
 
-    def __init__(self, root):
+    def __init__(self, root, since=None):
         self.root = Path(root)
         self._cache = {}  # path -> (stat signature, parsed lines)
+        since = since if since is not None else os.environ.get(FRESH_SINCE_ENV) or None
+        self.since = None if since is None else parse_time(since, "since")  # older records count as missing
 
     def path(self, family="runs"):
         """The file that holds one family's records."""
@@ -193,8 +212,12 @@ class ResultStore:
         return pairs
 
     def _entries(self, family):
-        """{key: entry} of the usable lines, in file order; for a duplicated key the last wins."""
-        return {e["key"]: e for _, e in self._parse(family) if e is not None}
+        """{key: entry} of the usable lines made at or after `since`, in file order; for a duplicated
+        key the last wins."""
+        entries = {e["key"]: e for _, e in self._parse(family) if e is not None}
+        if self.since is None:
+            return entries
+        return {k: e for k, e in entries.items() if parse_time(e.get("created", "1970-01-01"), "created") >= self.since}
 
     def get(self, config, family="runs"):
         """The stored record for this config, or None."""

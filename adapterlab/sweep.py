@@ -129,22 +129,35 @@ def _error_text(error):
 
 # ----------------------------------------------------------------------------- executors
 
+def cpu_cores():
+    """The cores this process may use (its affinity mask, which containers and taskset narrow)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class LocalExecutor:
-    """One worker process per visible GPU (one on CPU), each pinned to its GPU and kept warm."""
+    """One worker process per visible GPU, each pinned to its GPU and kept warm. On CPU: one worker,
+    or `max_parallel` of them sharing the cores (threads = cores // workers each). Why several: a
+    MiniLM step is too small for two threads to keep two cores busy, so two single-thread runs side
+    by side train ~1.4x the examples per second of one two-thread run (benchmarks/bench_workers.py)."""
 
     def __init__(self, worker=train_run, max_parallel=None, retries=2):
         import torch
 
         gpus = torch.cuda.device_count()
-        slots = max(1, min(max_parallel or gpus or 1, gpus or 1))
-        self.devices = [str(i) for i in range(gpus)][:slots] or [None]
+        if gpus:
+            slots = max(1, min(max_parallel or gpus, gpus))
+            self.devices, threads = [str(i) for i in range(gpus)][:slots], None
+        else:
+            slots = max(1, min(max_parallel or 1, cpu_cores()))  # one worker keeps torch's own thread count
+            self.devices, threads = [None] * slots, max(1, cpu_cores() // slots) if slots > 1 else None
         self.worker, self.retries = worker, retries
-        self.slots = len(self.devices)
+        self.slots, self.threads = len(self.devices), threads
         self.pools = [self._start(d) for d in self.devices]
         self.running = {}  # future -> (slot, spec, attempt)
 
     def _start(self, device):
-        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin, initargs=(device,))
+        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin,
+                                   initargs=(device, self.threads, self.slots))
         pool.pid = pool.submit(os.getpid).result()  # start it now, and know whom to stop on Ctrl-C
         return pool
 
@@ -184,10 +197,17 @@ class LocalExecutor:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _pin(device):
-    """Worker start-up: see only its own GPU; leave Ctrl-C to the driver, which stops us cleanly."""
+def _pin(device, threads=None, workers=1):
+    """Worker start-up: see only its own GPU (or use `threads` CPU threads); say how many runs share
+    the machine (records keep it: experiments.run_one); leave Ctrl-C to the driver, which stops us
+    cleanly."""
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = device
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    os.environ[ex.WORKERS_ENV] = str(workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -286,8 +306,9 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
             else None)
     if pool is None:
         raise ValueError(f"unknown executor {executor!r}; choose local or ray")
-    print(f"sweep {p.name}: {len(todo)} runs to train with the {executor} executor, {pool.slots} at a time",
-          file=file)
+    threads = f" ({pool.threads} CPU thread(s) each)" if getattr(pool, "threads", None) else ""
+    print(f"sweep {p.name}: {len(todo)} runs to train with the {executor} executor, {pool.slots} at a time"
+          f"{threads}", file=file)
     bar = tqdm(total=len(todo), unit="run", desc=f"sweep {p.name}", disable=not progress, file=sys.stderr,
                dynamic_ncols=True)
     start = time.time()

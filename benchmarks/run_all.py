@@ -34,6 +34,7 @@ SECTIONS = {  # number -> (file, which python, extra arguments[, extra environme
     "4": ("bench_heatmap.py", "main", []),
     "5": ("bench_memory.py", "main", []),
     "6": ("bench_adapterdrop.py", "main", []),  # AdapterDrop with and without the lower LayerNorms trained
+    "7": ("bench_workers.py", "main", []),  # the sweep's CPU workers: one run per core vs one run on all cores
 }
 TARGETS = {"houlsby_vs_adapterhub": 1.1, "compacter_vs_adapterhub": 1.2, "lphm_layer_vs_materialized": 1.3,
            "train_vs_inference": 0.45, "heatmap_vs_naive": 1.7}
@@ -260,6 +261,15 @@ def report(results):
                   + ", ".join(f"{k} {v:,}" for k, v in c["trainable"].items())
                   + f". Step-time speed-up from `train_lower_layernorms=False` (backward stops at the first adapted "
                   f"block): {r['ratio']:.2f} (IQR {r['iqr']:.2f})."]
+    s7 = s.get("7", {})
+    if "per_core_vs_all_threads" in s7:
+        lines += ["", f"## 7. Training throughput: {s7['cores']} runs of 1 thread side by side vs 1 run of "
+                  f"{s7['cores']} threads (default profile's step)",
+                  "", "Houlsby m=64 on MiniLM-L6, batch 32 airline tweets; the same first loss on both sides (checked). "
+                  f"Examples per second of the whole machine, B/A per round: "
+                  + ", ".join(f"{x:.2f}" for x in s7["ratios"]) + f"; median {s7['per_core_vs_all_threads']:.2f} "
+                  f"(timed windows overlapping at least {100 * s7['min_overlap']:.0f}%). This is why "
+                  "`regenerate --workers` / `sweep --max-parallel` share the cores out on CPU."]
     explain = HERE / "explain.md"
     if explain.exists():
         lines += ["", explain.read_text().strip()]

@@ -349,7 +349,8 @@ def tiny_notebooks(tmp_path):
                    "import os, pathlib\n"
                    "folder = pathlib.Path(os.environ['ADAPTERLAB_OUT']) / 'data' / 'results' / profile\n"
                    "folder.mkdir(parents=True, exist_ok=True)\n"
-                   "(folder / 'fine.csv').write_text(f'profile,fresh,cwd\\n{profile},{fresh},{os.getcwd()}\\n')")
+                   "since = os.environ.get('ADAPTERLAB_FRESH_SINCE', '')\n"
+                   "(folder / 'fine.csv').write_text(f'profile,fresh,cwd,since\\n{profile},{fresh},{os.getcwd()},{since}\\n')")
     return folder
 
 
@@ -370,6 +371,25 @@ def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, t
     assert Path(written.loc[0, "cwd"]) == tiny_notebooks  # kernels run in notebooks/
     assert re.search(r"02_fine\s+ok", printed) and re.search(r"01_boom\s+FAILED", printed), printed
     assert "data/results/smoke/fine.csv" in printed  # the table names the files each notebook wrote
+
+
+def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_path, capsys):
+    """--fresh --workers N trains first (a sweep) and then the notebooks must not retrain it all again:
+    they get fresh=False and the store's since-time, which makes older records count as missing."""
+    import datetime
+
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    status = regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, fresh=True,
+                        workers=2, progress=False)
+    printed = capsys.readouterr().out
+    assert status == 0
+    written = pd.read_csv(tmp_path / "data" / "results" / SMOKE / "fine.csv")
+    assert bool(written.loc[0, "fresh"]) is False
+    since = datetime.datetime.fromisoformat(written.loc[0, "since"])
+    assert before <= since <= datetime.datetime.now(datetime.timezone.utc)
+    assert f"--since {written.loc[0, 'since']}" in printed  # how to resume after an interruption
+    with pytest.raises(ValueError, match="--since 'soon' is not an ISO 8601 time"):
+        regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, since="soon")
 
 
 def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):

@@ -120,6 +120,36 @@ def test_families_are_separate_files(tmp_path):
         store.put(CONFIG, {"a": 1}, family="../escape")
 
 
+def _restamp(path, created):
+    """Give every line of a results file this creation time (as if made then)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(dict(e, created=created)) + "\n" for e in lines))
+
+
+def test_records_made_before_since_count_as_missing_and_are_replaced(tmp_path, monkeypatch):
+    store, fn = ResultStore(tmp_path), Counter()
+    for c in sweep_configs(3):
+        store.get_or_run(c, fn)
+    _restamp(tmp_path / "runs.jsonl", "2026-01-01T00:00:00+00:00")
+    since = "2026-06-01T00:00:00+00:00"
+    fresh = ResultStore(tmp_path, since=since)
+    assert fresh.get(sweep_configs(3)[0]) is None and fresh.records() == []
+    assert ResultStore(tmp_path).get(sweep_configs(3)[0]) is not None  # without `since` they are still there
+    fresh.get_or_run(sweep_configs(3)[1], fn)  # retrained, and replaces the old line in place
+    assert fn.calls == 4
+    assert [e["config"]["seed"] for e in fresh.records()] == [1]
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 3  # still one line per run
+    fresh.get_or_run(sweep_configs(3)[1], fn)  # made after `since`: read back, not retrained
+    assert fn.calls == 4
+    # the environment variable is the same switch (regenerate --fresh --workers sets it for its sweep and kernels)
+    monkeypatch.setenv(results.FRESH_SINCE_ENV, since)
+    assert [e["config"]["seed"] for e in ResultStore(tmp_path).records()] == [1]
+    # a time given without a zone is UTC; a malformed one is refused with the expected form
+    assert ResultStore(tmp_path, since="2026-06-01T00:00:00").since == ResultStore(tmp_path).since
+    with pytest.raises(ValueError, match="not an ISO 8601 time.*2026-12-01T19:30:00"):
+        ResultStore(tmp_path, since="yesterday")
+
+
 def test_fresh_recomputes_without_duplicating(tmp_path):
     store, fn = ResultStore(tmp_path), Counter()
     for c in sweep_configs(3):

@@ -142,6 +142,35 @@ def test_an_interrupted_sweep_resumes_without_repeating_runs(out):
     assert all(after[k] == created for k, created in before.items())  # finished runs were not redone
 
 
+def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
+    from adapterlab import findings
+
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert sw.sweep("smoke", only=ONLY, max_parallel=2, progress=False) == 0
+    entries = stored(out)
+    assert {e["key"] for e in entries} == planned_keys()
+    threads = max(1, sw.cpu_cores() // 2)
+    assert all(e["record"]["workers"] == 2 and e["record"]["threads"] == threads for e in entries)
+    # each run paid its own seconds beside the other worker: it counts for half of them in a from-scratch time
+    seconds, what = findings._cost([e["record"] for e in entries])
+    assert seconds == pytest.approx(sum(e["record"]["run_seconds"] for e in entries) / 2)
+    assert "2 runs side by side" in what
+
+
+def test_a_sweep_since_a_time_retrains_older_records_once(out, monkeypatch):
+    from adapterlab.results import FRESH_SINCE_ENV
+
+    assert sw.sweep("smoke", only=ONLY, progress=False) == 0
+    before = {e["key"]: e["created"] for e in stored(out)}
+    time.sleep(1.1)  # `created` has one-second resolution
+    monkeypatch.setenv(FRESH_SINCE_ENV, time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()))
+    assert sw.sweep("smoke", only=ONLY, progress=False) == 0
+    after = {e["key"]: e["created"] for e in stored(out)}
+    assert set(after) == set(before) and len(stored(out)) == len(before)  # replaced, one line per run
+    assert all(after[k] > before[k] for k in before)
+    assert sw.missing("smoke", ONLY) == []  # a rerun with the same time (a resume) trains nothing
+
+
 def test_only_names_notebooks_or_families():
     assert sw.families("04,6") == ["layer_removal", "param_performance"]
     assert sw.families(["low_resource"]) == ["low_resource"]
