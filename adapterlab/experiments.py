@@ -51,7 +51,7 @@ COLUMNS = {
     "low_resource": ["task", "method", "train_size", "seed", "metric", "value"],
 }
 # ... and, in every CSV, these columns of the run a row comes from (DESIGN.md "Result tables")
-RUN_COLUMNS = ["seed", "lr", "steps", "final_train_loss", "converged", "baseline"]
+RUN_COLUMNS = ["seed", "lr", "steps", "final_train_loss", "converged", "plateau_gain", "plateau_se", "baseline"]
 
 # param_performance: which line of the trade-off plot a method belongs to
 METHOD_FAMILY = {"houlsby": "adapters"}
@@ -351,7 +351,7 @@ def run_columns(record):
     c = record["config"]["train"]
     verdict = T.convergence(record["curve"], record.get("class_entropy"))
     return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"], final_train_loss=verdict["final_train_loss"],
-                converged=verdict["converged"])
+                converged=verdict["converged"], plateau_gain=verdict["plateau_gain"], plateau_se=verdict["plateau_se"])
 
 
 def _write_csv(frame, p, family):

@@ -131,13 +131,39 @@ def score_candidates(model, inputs, candidates, device):
     return torch.stack(scores, dim=1).argmax(dim=1)
 
 
-def evaluate(model, batches, task, device, precision="fp32", candidates=None):
-    """The task's metrics on one split (`batches` of its encoded rows)."""
+def evaluate(model, batches, task, device, precision="fp32", candidates=None, with_correct=False):
+    """The task's metrics on one split (`batches` of its encoded rows); with_correct=True also returns
+    which examples it got right (correct_bits; None unless the task's metric is accuracy)."""
     preds = predict(model, batches, device, precision, candidates)
     if candidates is not None and task.kind == "regression":
         preds = preds / 5.0  # candidate index i is the score i * 0.2
     labels = np.asarray(batches.split["label"] if "label" in batches.split.column_names else batches.split["labels"])
-    return task.compute_metrics(preds, labels)
+    metrics = task.compute_metrics(preds, labels)
+    if not with_correct:
+        return metrics
+    if task.kind == "regression" or task.metric != "accuracy":  # the bits are accuracy's, not MCC's or F1's
+        return metrics, None
+    classes = preds if preds.ndim == 1 else preds.argmax(-1)  # rank-classification indices or logits
+    return metrics, correct_bits(classes == labels)
+
+
+def correct_bits(correct):
+    """Which examples a checkpoint got right, as the hex of the packed bits (125 bytes per 1,000).
+
+    Two checkpoints scored on the same examples differ only where one is right and the other wrong,
+    so their difference has a much smaller noise than two independent scores: paired_difference."""
+    return np.packbits(np.asarray(correct, dtype=bool)).tobytes().hex()
+
+
+def paired_difference(a, b, n):
+    """(accuracy of b - accuracy of a, its standard error) from two checkpoints' correct_bits on the same
+    n examples: the mean of the per-example differences (+1, 0, -1), d = (b_only - a_only) / n, and
+    SE = sqrt(((b_only + a_only) / n - d^2) / (n - 1)): only the examples they disagree on count."""
+    bits_a = np.unpackbits(np.frombuffer(bytes.fromhex(a), dtype=np.uint8))[:n].astype(bool)
+    bits_b = np.unpackbits(np.frombuffer(bytes.fromhex(b), dtype=np.uint8))[:n].astype(bool)
+    only_b, only_a = int((bits_b & ~bits_a).sum()), int((bits_a & ~bits_b).sum())
+    d = (only_b - only_a) / n
+    return d, math.sqrt(max(0.0, (only_b + only_a) / n - d * d) / (n - 1))
 
 
 # ----------------------------------------------------------------------------- convergence
@@ -163,16 +189,24 @@ def class_entropy(labels):
 
 
 def convergence(curve, entropy=None, rule=CONVERGENCE):
-    """The convergence verdict of a run from its curve: {"converged", "final_train_loss", "plateau_gain"}."""
+    """The convergence verdict of a run from its curve: {"converged", "final_train_loss", "plateau_gain",
+    "plateau_se"}. plateau_se is the standard error of plateau_gain as a paired difference of the two
+    checkpoints compared (paired_difference; None when the curve lacks their correct_bits): evidence for
+    how much of a gain is the noise of the validation set, which the rule itself does not use."""
     final_loss = curve[-1]["train_loss"] if curve else None
     if len(curve) < 2:
-        return {"converged": False, "final_train_loss": final_loss, "plateau_gain": None}
+        return {"converged": False, "final_train_loss": final_loss, "plateau_gain": None, "plateau_se": None}
     cut = (1 - rule["tail"]) * curve[-1]["step"]
     n_before = max(1, sum(p["step"] <= cut for p in curve))  # at least one point on each side
-    gain = max(p["validation"] for p in curve[n_before:]) - max(p["validation"] for p in curve[:n_before])
+    before = max(curve[:n_before], key=lambda p: p["validation"])  # the first best, as train keeps it
+    after = max(curve[n_before:], key=lambda p: p["validation"])
+    gain = after["validation"] - before["validation"]
+    se = None
+    if "correct" in before and "correct" in after:
+        se = paired_difference(before["correct"], after["correct"], before["examples"])[1]
     learned = entropy is None or final_loss < rule["loss_ratio"] * entropy
     return {"converged": bool(gain < rule["plateau"] and learned), "final_train_loss": final_loss,
-            "plateau_gain": gain}
+            "plateau_gain": gain, "plateau_se": se}
 
 
 @dataclass
@@ -236,9 +270,12 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
                 losses.append(loss.item())
                 bar.update()
                 if step % eval_every == 0 or step == total_steps:
-                    val = evaluate(model, evaluation["validation"], task, device, cfg.precision, candidates)
+                    val, correct = evaluate(model, evaluation["validation"], task, device, cfg.precision, candidates,
+                                            with_correct=True)
                     curve.append({"step": step, "epoch": step / steps_per_epoch,
-                                  "train_loss": float(np.mean(losses)), "validation": val[task.metric]})
+                                  "train_loss": float(np.mean(losses)), "validation": val[task.metric],
+                                  **({"correct": correct, "examples": len(encoded["validation"])}
+                                     if correct is not None else {})})
                     losses = []
                     bar.set_postfix({task.metric: f"{val[task.metric]:.3f}"})
                     if val[task.metric] > best or best_state is None:

@@ -277,7 +277,8 @@ def test_the_verdict_comes_from_the_stored_curve():
     converged = {"steps": 9, "class_entropy": 1.0, "config": {"train": {"seed": 3, "lr": 0.1}},
                  "curve": [{"step": 3, "train_loss": 0.9, "validation": 0.5},
                            {"step": 9, "train_loss": 0.2, "validation": 0.505}]}
-    assert ex.run_columns(converged) == dict(seed=3, lr=0.1, steps=9, final_train_loss=0.2, converged=True)
+    assert ex.run_columns(converged) == dict(seed=3, lr=0.1, steps=9, final_train_loss=0.2, converged=True,
+                                             plateau_gain=pytest.approx(0.005), plateau_se=None)
     converged["curve"][-1]["validation"] = 0.6  # still improving
     assert ex.run_columns(converged)["converged"] is False
 

@@ -149,7 +149,7 @@ def test_convergence_needs_a_plateau_and_a_loss_under_the_class_entropy():
     entropy = 0.91  # airline's class mix
     plateau = curve((40, 0.8, 0.70), (80, 0.5, 0.815), (120, 0.45, 0.82))
     assert T.convergence(plateau, entropy) == {"converged": True, "final_train_loss": 0.45,
-                                               "plateau_gain": pytest.approx(0.005)}
+                                               "plateau_gain": pytest.approx(0.005), "plateau_se": None}
     still_climbing = curve((40, 0.8, 0.70), (80, 0.6, 0.76), (120, 0.5, 0.80))
     assert not T.convergence(still_climbing, entropy)["converged"]  # +4 points in the last third
     at_the_class_mix = curve((40, 0.95, 0.63), (80, 0.93, 0.63), (120, 0.92, 0.63))  # flat, but learned nothing
@@ -157,6 +157,26 @@ def test_convergence_needs_a_plateau_and_a_loss_under_the_class_entropy():
     assert T.convergence(at_the_class_mix, None)["converged"]  # no entropy (regression): the plateau decides
     assert not T.convergence(curve((120, 0.1, 0.9)), entropy)["converged"]  # one evaluation shows no plateau
     assert T.convergence([], entropy)["final_train_loss"] is None
+
+
+def test_paired_difference_counts_only_the_examples_two_checkpoints_disagree_on():
+    a, b = [1, 1, 0, 0, 1, 0, 1, 1, 1], [1, 0, 1, 1, 1, 0, 1, 1, 1]  # 9 examples: not a whole byte
+    d, se = T.paired_difference(T.correct_bits(a), T.correct_bits(b), len(a))
+    assert d == pytest.approx(np.mean(b) - np.mean(a))  # 8/9 - 6/9
+    diffs = np.array(b) - np.array(a)  # +1 twice, -1 once: the standard error of their mean
+    assert se == pytest.approx(diffs.std(ddof=1) / np.sqrt(len(a)))
+    assert T.paired_difference(T.correct_bits(a), T.correct_bits(a), len(a)) == (0.0, 0.0)
+
+
+def test_each_validation_records_which_examples_it_got_right():
+    record = quick_run(train={"max_steps": 40, "eval_every": 20})
+    for point in record["curve"]:
+        right = np.unpackbits(np.frombuffer(bytes.fromhex(point["correct"]), dtype=np.uint8))[:point["examples"]]
+        assert right.sum() / point["examples"] == point["validation"]  # the same count: exact
+    first, last = record["curve"]
+    d, se = T.paired_difference(first["correct"], last["correct"], first["examples"])
+    assert d == pytest.approx(last["validation"] - first["validation"])
+    assert record["plateau_se"] == se  # the verdict's noise is that of the two checkpoints it compares
 
 
 def test_a_run_records_its_verdict_and_the_class_entropy():
