@@ -53,12 +53,33 @@ def said(a, b):
     return f"{pts(diff, True)}{noise}, {verdict}"
 
 
-def unconverged(df):
-    """'3 of 24 runs not converged' (the rule of adapterlab.train.convergence)."""
+def unconverged(df, plateau=None):
+    """'3 of 24 runs not converged' (the rule of adapterlab.train.convergence) and why: which runs
+    learned nothing (no gain, so the loss criterion failed), and of those still gaining, how many gained
+    beyond twice the paired standard error of that gain (plateau_se) -- a real gain, not the noise of
+    the validation set."""
     if "converged" not in df:
         return "these results predate the convergence record"
     bad = df[~df["converged"].astype(bool)]
-    return f"{len(bad)} of {len(df)} runs not converged" if len(bad) else f"all {len(df)} runs converged"
+    if not len(bad):
+        return f"all {len(df)} runs converged"
+    text = f"{len(bad)} of {len(df)} runs not converged"
+    if "plateau_gain" not in bad:
+        return text
+    from .train import CONVERGENCE
+
+    plateau = CONVERGENCE["plateau"] if plateau is None else plateau
+    gaining = bad[bad["plateau_gain"] >= plateau]
+    parts = [f"{len(bad) - len(gaining)} learned nothing"] if len(bad) > len(gaining) else []
+    if len(gaining):
+        se = gaining["plateau_se"] if "plateau_se" in gaining else pd.Series(math.nan, index=gaining.index)
+        known = gaining[se.notna()]
+        real = int((known["plateau_gain"] > 2 * known["plateau_se"]).sum())
+        parts.append(f"{len(gaining)} still gaining > {plateau * 100:g} point(s) in their last third"
+                     + (f", {real} of them by more than twice its paired SE" if len(known) else "")
+                     + (f" ({len(gaining) - len(known)} without the per-example record)" if 0 < len(known) < len(gaining)
+                        else ""))
+    return f"{text}: {', '.join(parts)}"
 
 
 def _seeds(df):

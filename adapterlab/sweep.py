@@ -22,9 +22,11 @@ store and train nothing. Design choices, and why:
   out of memory) is retried `retries` times, then counts as failed.
 - Ctrl-C stops the workers; every run finished so far is already stored, so a rerun resumes.
 
-Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU (one on
-CPU: a process rather than the driver itself, so that a crash or Ctrl-C in training leaves the
-driver standing); "ray" submits each run as a Ray task (num_gpus=1 when the cluster has GPUs).
+Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU (on
+CPU one, or max_parallel sharing the cores; processes rather than the driver itself, so that a crash
+or Ctrl-C in training leaves the driver standing); "ray" submits each run as a Ray task (num_gpus=1
+when the cluster has GPUs). Records made before ADAPTERLAB_FRESH_SINCE count as missing (results.py),
+which is how `regenerate --fresh --workers N` retrains everything and resumes after an interruption.
 """
 import datetime
 import math

@@ -269,7 +269,8 @@ def report(results):
                   f"Examples per second of the whole machine, B/A per round: "
                   + ", ".join(f"{x:.2f}" for x in s7["ratios"]) + f"; median {s7['per_core_vs_all_threads']:.2f} "
                   f"(timed windows overlapping at least {100 * s7['min_overlap']:.0f}%). This is why "
-                  "`regenerate --workers` / `sweep --max-parallel` share the cores out on CPU."]
+                  "`regenerate --workers` / `sweep --max-parallel` share the cores out on CPU."
+                  + (f" ({s7['note']}.)" if s7.get("note") else "")]
     explain = HERE / "explain.md"
     if explain.exists():
         lines += ["", explain.read_text().strip()]
@@ -323,11 +324,13 @@ def main():
     import common  # noqa: E402  (import after the runs: only for machine facts)
 
     wall = time.perf_counter() - start
-    if args.report_only and (RAW / "wall_s").exists():
+    date = time.strftime("%Y-%m-%d %H:%M")
+    if args.report_only and (RAW / "wall_s").exists():  # the date and length of the run that made the sections
         wall = float((RAW / "wall_s").read_text())
+        date = json.loads((HERE / "results.json").read_text()).get("date", date) if (HERE / "results.json").exists() else date
     else:
         (RAW / "wall_s").write_text(str(wall))
-    results = {"date": time.strftime("%Y-%m-%d %H:%M"), "wall_s": wall, "machine": common.machine(),
+    results = {"date": date, "wall_s": wall, "machine": common.machine(),
                "threads": int(os.environ.get("BENCH_THREADS", "2")), "targets": TARGETS}
     results["headline"] = headline(sections)
     # bf16 autocast / fp32 training throughput per (method, sequence), with this machine's kernels and AVX2's

@@ -28,6 +28,21 @@ def test_init_scale_reading_follows_the_data():
     assert "not flat" in text and "degraded" not in text
 
 
+def test_unconverged_runs_are_told_apart_by_why():
+    runs = pd.DataFrame([
+        dict(converged=True, plateau_gain=0.004, plateau_se=0.003),
+        dict(converged=False, plateau_gain=0.0, plateau_se=0.0),  # flat at the class mix: learned nothing
+        dict(converged=False, plateau_gain=0.030, plateau_se=0.006),  # +3 points, SE 0.6: a real gain
+        dict(converged=False, plateau_gain=0.015, plateau_se=0.010),  # +1.5 points, SE 1.0: within noise
+        dict(converged=False, plateau_gain=0.020, plateau_se=float("nan")),  # no per-example record
+    ])
+    assert findings.unconverged(runs) == ("4 of 5 runs not converged: 1 learned nothing, 3 still gaining > 1 "
+                                          "point(s) in their last third, 1 of them by more than twice its paired "
+                                          "SE (1 without the per-example record)")
+    assert findings.unconverged(runs.drop(columns=["plateau_gain", "plateau_se"])) == "4 of 5 runs not converged"
+    assert findings.unconverged(runs[runs["converged"]]) == "all 1 runs converged"
+
+
 def test_low_resource_verdict_on_the_smallest_set():
     rows = [dict(task="t", method=m, train_size=n, seed=s, value=v + 0.01 * s, baseline=0.6, converged=True)
             for n in (100, 1000) for s in range(3)
