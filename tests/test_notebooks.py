@@ -392,6 +392,23 @@ def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_pat
         regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, since="soon")
 
 
+def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebooks, tmp_path, monkeypatch, capsys):
+    """An interrupted (or failed) sweep must not hand its runs to the notebooks, which would train them one
+    by one: regenerate stops with the sweep's status and says how to resume."""
+    from adapterlab import sweep
+
+    write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False",
+                   "raise RuntimeError('this notebook must not run')")
+    calls = []
+    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: calls.append((profile, kw)) or 130)
+    status = regenerate(profile=SMOKE, only="05", out=tmp_path, notebooks_dir=tiny_notebooks, fresh=True, workers=2,
+                        progress=False)
+    assert status == 130
+    assert calls == [(SMOKE, dict(only=["init_scale"], max_parallel=2, progress=False))]
+    assert not (tmp_path / "build" / "notebooks" / SMOKE / "05_init_scale.ipynb").exists()
+    assert "rerun with --since" in capsys.readouterr().err
+
+
 def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
     status = regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
     printed = capsys.readouterr().out
