@@ -285,7 +285,8 @@ def total_time(profile):
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
     total = sum(s for s, _ in seconds.values())
     return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "
-            f"training runs (minutes per notebook: {listed}), as timed on the machines that made them"
+            f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
+            "(a run trained beside others counts for its share: run_seconds / workers)"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 
