@@ -24,7 +24,7 @@ figures: $(STAMP)
 
 # WORKERS runs train side by side, sharing the cores (2 on the 2-core reference machine: ~1.4x the
 # examples per second of one run on both cores; each worker holds ~1.8 GB). It prints the time to
-# pass as SINCE to resume an interrupted run: make figures-fresh SINCE=2026-12-01T18:55:18+00:00
+# pass as SINCE to resume an interrupted run: make figures-fresh SINCE=2026-12-01T19:26:48+00:00
 WORKERS ?= 2
 figures-fresh: $(STAMP)
 	$(PY) -m adapterlab regenerate --profile default --workers $(WORKERS) $(if $(SINCE),--since $(SINCE),--fresh)

@@ -53,11 +53,11 @@ def said(a, b):
     return f"{pts(diff, True)}{noise}, {verdict}"
 
 
-def unconverged(df, plateau=None):
-    """'3 of 24 runs not converged' (the rule of adapterlab.train.convergence) and why: which runs
-    learned nothing (no gain, so the loss criterion failed), and of those still gaining, how many gained
-    beyond twice the paired standard error of that gain (plateau_se) -- a real gain, not the noise of
-    the validation set."""
+def unconverged(df):
+    """'3 of 24 runs not converged' (the rule of adapterlab.train.convergence) and why: which runs failed
+    only the loss criterion (no gain, final training loss >= loss_ratio x the class entropy), and of those
+    still gaining, how many gained beyond twice the paired standard error of that gain (plateau_se) --
+    a real gain, not the noise of the validation set."""
     if "converged" not in df:
         return "these results predate the convergence record"
     bad = df[~df["converged"].astype(bool)]
@@ -68,14 +68,13 @@ def unconverged(df, plateau=None):
         return text
     from .train import CONVERGENCE
 
-    plateau = CONVERGENCE["plateau"] if plateau is None else plateau
-    gaining = bad[bad["plateau_gain"] >= plateau]
-    parts = [f"{len(bad) - len(gaining)} learned nothing"] if len(bad) > len(gaining) else []
+    gaining = bad[bad["plateau_gain"] >= CONVERGENCE["plateau"]]
+    parts = ([f"{len(bad) - len(gaining)} with a final training loss ≥ {CONVERGENCE['loss_ratio']:g} x the class "
+              "entropy"] if len(bad) > len(gaining) else [])
     if len(gaining):
-        se = gaining["plateau_se"] if "plateau_se" in gaining else pd.Series(math.nan, index=gaining.index)
-        known = gaining[se.notna()]
+        known = gaining[gaining.get("plateau_se", pd.Series(math.nan, index=gaining.index)).notna()]
         real = int((known["plateau_gain"] > 2 * known["plateau_se"]).sum())
-        parts.append(f"{len(gaining)} still gaining > {plateau * 100:g} point(s) in their last third"
+        parts.append(f"{len(gaining)} still gaining > {CONVERGENCE['plateau'] * 100:g} point(s) in their last third"
                      + (f", {real} of them by more than twice its paired SE" if len(known) else "")
                      + (f" ({len(gaining) - len(known)} without the per-example record)" if 0 < len(known) < len(gaining)
                         else ""))
@@ -226,7 +225,7 @@ def _cost(records):
     workers = sorted({r.get("workers", 1) for r in records})
     what = "whole runs" if wall else "training loops only"
     if workers != [1]:
-        what += f", {'/'.join(map(str, workers))} runs side by side"
+        what += f", {' or '.join(map(str, workers))} at a time"
     return seconds, what
 
 

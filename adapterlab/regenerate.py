@@ -32,6 +32,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from unittest import mock
 
 from . import profiles, results
 
@@ -451,16 +452,8 @@ def _train_first(profile, chosen, workers, since, env, progress):
               f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
     if not families:
         return 0
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the sweep's store is the kernels' store (ADAPTERLAB_OUT, the since time)
-    try:
+    with mock.patch.dict(os.environ, env):  # the sweep's store is the kernels' (ADAPTERLAB_OUT, the since time)
         return sweep_module.sweep(profile, only=families, max_parallel=workers, progress=progress)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
@@ -519,12 +512,12 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
 
     out_dir.mkdir(parents=True, exist_ok=True)
     artifact_dirs = [root / "figures" / profile, root / "data" / "results" / profile]
-    trained = _train_first(profile, chosen, workers, since, env, progress) if train_first else 0
-    if trained:  # interrupted (130) or runs failed (1, named above): the notebooks would train them one by one
-        print(f"regenerate: training stopped before the notebooks ran (status {trained}); rerun with --since "
-              f"{since} to resume" if since else f"regenerate: training stopped (status {trained}); rerun to resume",
+    status = _train_first(profile, chosen, workers, since, env, progress) if train_first else 0
+    if status:  # interrupted (130) or runs failed (1, named above): the notebooks would train them one by one
+        print(f"regenerate: training stopped before the notebooks ran (status {status}); rerun with --since "
+              f"{since} to resume" if since else f"regenerate: training stopped (status {status}); rerun to resume",
               file=sys.stderr)
-        return trained
+        return status
     before = _snapshot(artifact_dirs)
     todo = [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=inject_fresh),
                        env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]

@@ -36,7 +36,7 @@ def test_unconverged_runs_are_told_apart_by_why():
         dict(converged=False, plateau_gain=0.015, plateau_se=0.010),  # +1.5 points, SE 1.0: within noise
         dict(converged=False, plateau_gain=0.020, plateau_se=float("nan")),  # no per-example record
     ])
-    assert findings.unconverged(runs) == ("4 of 5 runs not converged: 1 learned nothing, 3 still gaining > 1 "
+    assert findings.unconverged(runs) == ("4 of 5 runs not converged: 1 with a final training loss ≥ 0.8 x the class entropy, 3 still gaining > 1 "
                                           "point(s) in their last third, 1 of them by more than twice its paired "
                                           "SE (1 without the per-example record)")
     assert findings.unconverged(runs.drop(columns=["plateau_gain", "plateau_se"])) == "4 of 5 runs not converged"

@@ -154,7 +154,7 @@ def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
     # each run paid its own seconds beside the other worker: it counts for half of them in a from-scratch time
     seconds, what = findings._cost([e["record"] for e in entries])
     assert seconds == pytest.approx(sum(e["record"]["run_seconds"] for e in entries) / 2)
-    assert "2 runs side by side" in what
+    assert "2 at a time" in what
 
 
 def test_a_sweep_since_a_time_retrains_older_records_once(out, monkeypatch):
