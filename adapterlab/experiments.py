@@ -20,6 +20,7 @@ CODE_VERSION, plus "eval_size" when the profile caps evaluation sets).
 """
 import math
 import os
+import platform
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -289,12 +290,27 @@ def cap_eval(task, eval_size):
 WORKERS_ENV = "ADAPTERLAB_WORKERS"  # runs training side by side on this machine (sweep's workers set it)
 
 
+def machine():
+    """The CPU a run was timed on (model name and the kernels torch picked for it): sessions land on
+    different machines, so a from-scratch time must say where its seconds were measured."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # not Linux: platform's answer stands
+        pass
+    return f"{name} ({torch.backends.cpu.get_cpu_capability()})"
+
+
 def run_one(config, eval_size=None, device="auto", progress=False, save_to=None, glue_dir=None):
     """train.run's record for one config, with evaluation sets capped at eval_size and, if save_to
     is given, the trained (best-on-validation) adapter saved there with save_adapter. run_seconds: the
     whole run (loading, training, evaluations, test), what a from-scratch regeneration pays for it;
     `threads` (torch's CPU threads) and `workers` (runs side by side, each paying its own seconds) say
-    how it was timed, so run_seconds / workers is its share of a regeneration's wall time."""
+    how it was timed, so run_seconds / workers is its share of a regeneration's wall time; `machine`
+    says on which CPU."""
     start = time.perf_counter()
     model, tokenizer, task = T.build(config, glue_dir=glue_dir)
     task = cap_eval(task, eval_size)
@@ -309,7 +325,7 @@ def run_one(config, eval_size=None, device="auto", progress=False, save_to=None,
         "majority": task.majority_baseline("test")[task.metric],
         "majority_validation": task.majority_baseline("validation")[task.metric],
         **result, "run_seconds": time.perf_counter() - start, "threads": torch.get_num_threads(),
-        "workers": int(os.environ.get(WORKERS_ENV, 1)), "config": config.to_dict(),
+        "workers": int(os.environ.get(WORKERS_ENV, 1)), "machine": machine(), "config": config.to_dict(),
     }
 
 
