@@ -38,7 +38,7 @@ from .backbones import load_backbone
 from .inject import ADAPTER_CONFIG, adapters_disabled, load_adapter, save_adapter
 from .methods import method
 from .params import count_parameters
-from .results import ResultStore, config_key
+from .results import WORKERS_ENV, ResultStore, config_key
 
 FAMILIES = ("layer_removal", "init_scale", "param_performance", "low_resource")
 SPANS_FAMILY = "layer_removal_spans"  # store family of the span evaluations (no training)
@@ -287,7 +287,6 @@ def cap_eval(task, eval_size):
     return replace(task, splits=splits, note=task.note + f" Validation/test capped at {eval_size} examples.")
 
 
-WORKERS_ENV = "ADAPTERLAB_WORKERS"  # runs training side by side on this machine (sweep's workers set it)
 
 
 def machine():

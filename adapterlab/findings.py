@@ -55,30 +55,33 @@ def said(a, b):
 
 def unconverged(df):
     """'3 of 24 runs not converged' (the rule of adapterlab.train.convergence) and why: which runs failed
-    only the loss criterion (no gain, final training loss >= loss_ratio x the class entropy), and of those
-    still gaining, how many gained beyond twice the paired standard error of that gain (plateau_se) --
-    a real gain, not the noise of the validation set."""
+    only the loss criterion (final training loss >= loss_ratio x the class entropy) and which are still
+    gaining beyond max(1 point, 2 paired SE); and how many runs the noise clause let through (a gain of
+    over a point that the validation set cannot tell from noise), so a reader sees what it decided."""
     if "converged" not in df:
         return "these results predate the convergence record"
-    bad = df[~df["converged"].astype(bool)]
-    if not len(bad):
-        return f"all {len(df)} runs converged"
-    text = f"{len(bad)} of {len(df)} runs not converged"
-    if "plateau_gain" not in bad:
-        return text
-    from .train import CONVERGENCE
+    from .train import CONVERGENCE as rule
 
-    gaining = bad[bad["plateau_gain"] >= CONVERGENCE["plateau"]]
-    parts = ([f"{len(bad) - len(gaining)} with a final training loss ≥ {CONVERGENCE['loss_ratio']:g} x the class "
-              "entropy"] if len(bad) > len(gaining) else [])
-    if len(gaining):
-        known = gaining[gaining.get("plateau_se", pd.Series(math.nan, index=gaining.index)).notna()]
-        real = int((known["plateau_gain"] > 2 * known["plateau_se"]).sum())
-        parts.append(f"{len(gaining)} still gaining > {CONVERGENCE['plateau'] * 100:g} point(s) in their last third"
-                     + (f", {real} of them by more than twice its paired SE" if len(known) else "")
-                     + (f" ({len(gaining) - len(known)} without the per-example record)" if 0 < len(known) < len(gaining)
-                        else ""))
-    return f"{text}: {', '.join(parts)}"
+    converged = df["converged"].astype(bool)
+    bad = int((~converged).sum())
+    if "plateau_gain" not in df:
+        return f"{bad} of {len(df)} runs not converged" if bad else f"all {len(df)} runs converged"
+    se = df["plateau_se"] if "plateau_se" in df else pd.Series(math.nan, index=df.index)
+    gaining = ~converged & (df["plateau_gain"] >= np.maximum(rule["plateau"], (rule["noise_se"] * se).fillna(0)))
+    noise = converged & (df["plateau_gain"] >= rule["plateau"])
+    point = f"{rule['plateau'] * 100:g} point(s)"
+    parts = []
+    if bad > gaining.sum():
+        parts.append(f"{bad - gaining.sum()} with a final training loss ≥ {rule['loss_ratio']:g} x the class entropy")
+    if gaining.any():
+        blind = int((gaining & se.isna()).sum())
+        parts.append(f"{gaining.sum()} still gaining in their last third (by > {point} and > {rule['noise_se']:g} "
+                     "paired SE" + (f"; {blind} without the per-example record, by > {point}" if blind else "") + ")")
+    text = (f"{bad} of {len(df)} runs not converged: {', '.join(parts)}" if bad else f"all {len(df)} runs converged")
+    if noise.any():
+        text += (f"; {noise.sum()} converged run(s) gained > {point} but within {rule['noise_se']:g} paired SE "
+                 "(the noise of the validation set)")
+    return text
 
 
 def _seeds(df):
@@ -241,9 +244,9 @@ def timing(profile, family):
     seconds, runs, what = from_scratch(profile, family)
     if not runs:
         return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
-    return (f"From scratch this notebook trains {runs} run(s): {seconds / 60:.1f} min on the machine that made "
-            f"the stored results ({what}, summed over data/results/{profiles.get(profile).name}/{family}.jsonl); "
-            "from the store it only redraws.")
+    return (f"From scratch this notebook trains {runs} run(s): {seconds / 60:.1f} min on the machines that made "
+            f"the stored results ({machines(stored_runs(profile, family))}; {what}, summed over "
+            f"data/results/{profiles.get(profile).name}/{family}.jsonl); from the store it only redraws.")
 
 
 def report(profile="default"):
@@ -277,15 +280,26 @@ def notebook_seconds(profile):
     return out
 
 
+def machines(records):
+    """Where the records' seconds were measured: 'AMD EPYC (AVX512) 46 runs, ...', most runs first.
+    Records older than the `machine` field say so instead of guessing."""
+    counts = {}
+    for r in records:
+        name = r.get("machine", "machine not recorded")
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{name} {n} run(s)" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def total_time(profile):
     """One line: what `make figures-fresh` costs, summed from the stored runs of every notebook."""
     seconds = notebook_seconds(profile)
     missing = [family for stem, family in NOTEBOOK_FAMILIES.items() if family in FAMILIES and not seconds[stem][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
     total = sum(s for s, _ in seconds.values())
+    where = machines([r for family in NOTEBOOK_FAMILIES.values() for r in stored_runs(profile, family)])
     return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
-            "(a run trained beside others counts for its share: run_seconds / workers)"
+            f"({where}; a run trained beside others counts for its share: run_seconds / workers)"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 

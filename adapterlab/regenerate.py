@@ -452,7 +452,10 @@ def _train_first(profile, chosen, workers, since, env, progress):
               f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
     if not families:
         return 0
-    with mock.patch.dict(os.environ, env):  # the sweep's store is the kernels' (ADAPTERLAB_OUT, the since time)
+    # the sweep's store is the kernels' (ADAPTERLAB_OUT, the since time); its own workers say how
+    # many runs train at a time, not the notebooks' jobs
+    env = {k: v for k, v in env.items() if k not in (results.WORKERS_ENV, "OMP_NUM_THREADS")}
+    with mock.patch.dict(os.environ, env):
         return sweep_module.sweep(profile, only=families, max_parallel=workers, progress=progress)
 
 
@@ -491,8 +494,10 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     env = dict(KERNEL_ENV, ADAPTERLAB_PROFILE=profile)
     if out or os.environ.get("ADAPTERLAB_OUT"):
         env["ADAPTERLAB_OUT"] = str(root)
-    if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    if jobs > 1:
+        env[results.WORKERS_ENV] = str(jobs)  # records count their runs' seconds as a share of the wall time
+        if "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
+            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
 
     workers = max(1, int(workers or 1))
     if since is not None:

@@ -62,6 +62,9 @@ from pathlib import Path
 # ignored (not deleted) and every run is recomputed.
 SCHEMA_VERSION = 1
 FRESH_SINCE_ENV = "ADAPTERLAB_FRESH_SINCE"
+# how many runs train side by side on this machine (the sweep's workers, regenerate's parallel
+# notebooks set it): a record keeps it, so run_seconds / workers is the run's share of the wall time
+WORKERS_ENV = "ADAPTERLAB_WORKERS"
 
 
 def parse_time(text, what="time"):

@@ -230,8 +230,10 @@ class RayExecutor:
         gpus = int(resources.get("GPU", 0))
         need = {"num_gpus": 1} if gpus else {"num_cpus": 1}
         # retry_exceptions=False: a run that raises fails at once; only a lost worker is retried
-        self.task = ray.remote(max_retries=retries, retry_exceptions=False, **need)(worker)
         self.slots = max(1, min(max_parallel or 10**6, gpus or int(resources.get("CPU", 1))))
+        # records count run_seconds / workers as a run's share of the sweep's wall time
+        workers_env = {"env_vars": {ex.WORKERS_ENV: str(self.slots)}}
+        self.task = ray.remote(max_retries=retries, retry_exceptions=False, runtime_env=workers_env, **need)(worker)
         self.running = {}  # ObjectRef -> spec
 
     def free(self):

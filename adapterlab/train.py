@@ -170,15 +170,20 @@ def paired_difference(a, b, n):
 # The one convergence rule of the project (experiments.py and the notebooks use this function):
 # a run has converged when
 #   1. it plateaued: its best validation score in the last CONVERGENCE["tail"] of its steps beats the best
-#      before them by less than CONVERGENCE["plateau"] (a fraction: 0.01 = one point), and
+#      before them by less than CONVERGENCE["plateau"] (a fraction: 0.01 = one point) or by less than
+#      CONVERGENCE["noise_se"] x the paired standard error of that gain (paired_difference of the two
+#      checkpoints on the same validation examples). Why the second clause: on 1,000 tweets that SE is
+#      0.5-1.5 points, so a run that has stopped improving shows "gains" above one point by chance alone;
+#      a gain counts only when the validation set can tell it from noise. Curves without per-example
+#      records (older ones) have no SE and get the one-point threshold alone;
 #   2. it learned more than the class mix: its final training loss (the mean over the last evaluation
 #      interval) is under CONVERGENCE["loss_ratio"] x the entropy of the training labels, which is the loss of
 #      a model that predicts only the class frequencies (0.91 nats for airline tweets).
 # A run with fewer than two evaluations shows no plateau, so it has not converged; without an entropy
 # (regression, text-to-text targets) only rule 1 applies.
-CONVERGENCE = {"plateau": 0.01, "tail": 1 / 3, "loss_ratio": 0.8}
-CONVERGENCE_RULE = ("validation improved < {plateau:g} over the last {tail:.0%} of steps and final train loss "
-                    "< {loss_ratio:g} x class entropy").format(**CONVERGENCE)
+CONVERGENCE = {"plateau": 0.01, "noise_se": 2, "tail": 1 / 3, "loss_ratio": 0.8}
+CONVERGENCE_RULE = ("validation improved < max({plateau:g}, {noise_se:g} paired SE) over the last {tail:.0%} of "
+                    "steps and final train loss < {loss_ratio:g} x class entropy").format(**CONVERGENCE)
 
 
 def class_entropy(labels):
@@ -191,8 +196,8 @@ def class_entropy(labels):
 def convergence(curve, entropy=None, rule=CONVERGENCE):
     """The convergence verdict of a run from its curve: {"converged", "final_train_loss", "plateau_gain",
     "plateau_se"}. plateau_se is the standard error of plateau_gain as a paired difference of the two
-    checkpoints compared (paired_difference; None when the curve lacks their correct_bits): evidence for
-    how much of a gain is the noise of the validation set, which the rule itself does not use."""
+    checkpoints compared (paired_difference; None when the curve lacks their correct_bits): how much of
+    a gain is the noise of the validation set (rule 1 above)."""
     final_loss = curve[-1]["train_loss"] if curve else None
     if len(curve) < 2:
         return {"converged": False, "final_train_loss": final_loss, "plateau_gain": None, "plateau_se": None}
@@ -204,8 +209,9 @@ def convergence(curve, entropy=None, rule=CONVERGENCE):
     se = None
     if "correct" in before and "correct" in after:
         se = paired_difference(before["correct"], after["correct"], before["examples"])[1]
+    plateaued = gain < max(rule["plateau"], rule["noise_se"] * se if se is not None else 0.0)
     learned = entropy is None or final_loss < rule["loss_ratio"] * entropy
-    return {"converged": bool(gain < rule["plateau"] and learned), "final_train_loss": final_loss,
+    return {"converged": bool(plateaued and learned), "final_train_loss": final_loss,
             "plateau_gain": gain, "plateau_se": se}
 
 

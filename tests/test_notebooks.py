@@ -416,6 +416,10 @@ def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
     assert "02_fine.ipynb" in printed and "01_boom" not in printed
     assert "profile='smoke'" in printed and "fresh=False" in printed
     assert not (tmp_path / "build").exists(), "a dry run must not run or write anything"
+    assert "ADAPTERLAB_WORKERS" not in printed, "one notebook at a time: its runs are timed alone"
+    regenerate(profile=SMOKE, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True, jobs=2)
+    # two notebooks side by side: their records must count half their seconds in from-scratch times
+    assert "ADAPTERLAB_WORKERS=2" in capsys.readouterr().out
     for only in ("2", "02", "02_fine", "02_fine.ipynb", ["fine"]):
         regenerate(profile=SMOKE, only=only, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
         assert "02_fine.ipynb" in capsys.readouterr().out

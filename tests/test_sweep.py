@@ -86,6 +86,7 @@ def test_ray_executor_stores_what_the_local_executor_stores(out, cluster):
     for key in local:
         assert local[key]["config"] == remote[key]["config"]
         assert metrics(local[key]) == metrics(remote[key]), key
+        assert remote[key]["record"]["workers"] == 2  # the cluster's 2 CPUs: two runs at a time
     # stored means done: a second sweep trains nothing
     assert sw.sweep("smoke", only=ONLY, executor="ray", progress=False) == 0
     assert {e["key"]: e["created"] for e in stored(out)} == {k: e["created"] for k, e in remote.items()}

@@ -1,5 +1,6 @@
 """The training loop and the `train` command, on the tiny backbones and synthetic tasks (seconds each)."""
 import json
+import math
 import subprocess
 import sys
 
@@ -157,6 +158,31 @@ def test_convergence_needs_a_plateau_and_a_loss_under_the_class_entropy():
     assert T.convergence(at_the_class_mix, None)["converged"]  # no entropy (regression): the plateau decides
     assert not T.convergence(curve((120, 0.1, 0.9)), entropy)["converged"]  # one evaluation shows no plateau
     assert T.convergence([], entropy)["final_train_loss"] is None
+
+
+def test_a_gain_within_the_noise_of_the_validation_set_is_a_plateau():
+    n = 1000
+
+    def checkpoints(disagree, gained):  # the last third gains `gained` examples, the two disagree on `disagree`
+        a = [1] * 800 + [0] * 200
+        b = list(a)
+        for i in list(range(disagree // 2)) + list(range(800, 800 + disagree // 2 + gained)):
+            b[i] = 1 - b[i]
+        return curve_with_bits((60, 0.5, a), (120, 0.45, a), (180, 0.4, b), n=n)
+
+    noisy = T.convergence(checkpoints(disagree=200, gained=15), 0.91)  # +1.5 points, 215 examples disagree
+    assert noisy["plateau_gain"] == pytest.approx(0.015)
+    assert noisy["plateau_se"] == pytest.approx(math.sqrt((215 / n - 0.015 ** 2) / (n - 1)))  # 1.47 points
+    assert noisy["converged"]  # 1.5 < 2 x 1.5: the validation set cannot tell this gain from noise
+    real = T.convergence(checkpoints(disagree=20, gained=15), 0.91)  # the same gain, 35 disagree: SE 0.59
+    assert not real["converged"] and real["plateau_gain"] > 2 * real["plateau_se"]
+    small = T.convergence(checkpoints(disagree=0, gained=5), 0.91)  # +0.5 with SE 0.22: under one point anyway
+    assert small["converged"] and small["plateau_gain"] > 2 * small["plateau_se"]
+
+
+def curve_with_bits(*points, n):
+    return [{"step": s, "train_loss": loss, "validation": sum(c) / n, "correct": T.correct_bits(c), "examples": n}
+            for s, loss, c in points]
 
 
 def test_paired_difference_counts_only_the_examples_two_checkpoints_disagree_on():
