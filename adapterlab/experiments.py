@@ -287,8 +287,6 @@ def cap_eval(task, eval_size):
     return replace(task, splits=splits, note=task.note + f" Validation/test capped at {eval_size} examples.")
 
 
-
-
 def machine():
     """The CPU a run was timed on (model name and the kernels torch picked for it): sessions land on
     different machines, so a from-scratch time must say where its seconds were measured."""

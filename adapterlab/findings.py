@@ -15,6 +15,7 @@ estimate, and the text says so.
 """
 import argparse
 import math
+from collections import Counter
 import re
 from pathlib import Path
 
@@ -60,14 +61,14 @@ def unconverged(df):
     over a point that the validation set cannot tell from noise), so a reader sees what it decided."""
     if "converged" not in df:
         return "these results predate the convergence record"
-    from .train import CONVERGENCE as rule
+    from .train import CONVERGENCE as rule, plateau_threshold
 
     converged = df["converged"].astype(bool)
     bad = int((~converged).sum())
     if "plateau_gain" not in df:
         return f"{bad} of {len(df)} runs not converged" if bad else f"all {len(df)} runs converged"
     se = df["plateau_se"] if "plateau_se" in df else pd.Series(math.nan, index=df.index)
-    gaining = ~converged & (df["plateau_gain"] >= np.maximum(rule["plateau"], (rule["noise_se"] * se).fillna(0)))
+    gaining = ~converged & (df["plateau_gain"] >= se.map(plateau_threshold))
     noise = converged & (df["plateau_gain"] >= rule["plateau"])
     point = f"{rule['plateau'] * 100:g} point(s)"
     parts = []
@@ -241,11 +242,12 @@ def from_scratch(profile, family):
 
 def timing(profile, family):
     """One sentence for the top of a notebook: what its runs cost from scratch, from the store."""
-    seconds, runs, what = from_scratch(profile, family)
-    if not runs:
+    records = stored_runs(profile, family)
+    if not records:
         return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
-    return (f"From scratch this notebook trains {runs} run(s): {seconds / 60:.1f} min on the machines that made "
-            f"the stored results ({machines(stored_runs(profile, family))}; {what}, summed over "
+    seconds, what = _cost(records)
+    return (f"From scratch this notebook trains {len(records)} run(s): {seconds / 60:.1f} min on the machines that "
+            f"made the stored results ({machines(records)}; {what}, summed over "
             f"data/results/{profiles.get(profile).name}/{family}.jsonl); from the store it only redraws.")
 
 
@@ -281,13 +283,10 @@ def notebook_seconds(profile):
 
 
 def machines(records):
-    """Where the records' seconds were measured: 'AMD EPYC (AVX512) 46 runs, ...', most runs first.
+    """Where the records' seconds were measured: 'AMD EPYC (AVX512) 46 run(s), ...', most runs first.
     Records older than the `machine` field say so instead of guessing."""
-    counts = {}
-    for r in records:
-        name = r.get("machine", "machine not recorded")
-        counts[name] = counts.get(name, 0) + 1
-    return ", ".join(f"{name} {n} run(s)" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    counts = Counter(r.get("machine", "machine not recorded") for r in records)
+    return ", ".join(f"{name} {n} run(s)" for name, n in counts.most_common())
 
 
 def total_time(profile):

@@ -186,6 +186,12 @@ CONVERGENCE_RULE = ("validation improved < max({plateau:g}, {noise_se:g} paired 
                     "steps and final train loss < {loss_ratio:g} x class entropy").format(**CONVERGENCE)
 
 
+def plateau_threshold(se, rule=CONVERGENCE):
+    """The gain rule 1 tolerates: one point, or noise_se x the gain's paired SE when that is larger (None
+    or NaN -- no per-example record -- leaves the one point)."""
+    return rule["plateau"] if se is None or math.isnan(se) else max(rule["plateau"], rule["noise_se"] * se)
+
+
 def class_entropy(labels):
     """Entropy (nats) of a label distribution: the cross-entropy of always predicting the class mix."""
     p = np.bincount(np.asarray(labels, dtype=int)) / len(labels)
@@ -209,7 +215,7 @@ def convergence(curve, entropy=None, rule=CONVERGENCE):
     se = None
     if "correct" in before and "correct" in after:
         se = paired_difference(before["correct"], after["correct"], before["examples"])[1]
-    plateaued = gain < max(rule["plateau"], rule["noise_se"] * se if se is not None else 0.0)
+    plateaued = gain < plateau_threshold(se, rule)
     learned = entropy is None or final_loss < rule["loss_ratio"] * entropy
     return {"converged": bool(plateaued and learned), "final_train_loss": final_loss,
             "plateau_gain": gain, "plateau_se": se}

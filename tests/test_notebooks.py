@@ -392,6 +392,24 @@ def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_pat
         regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, since="soon")
 
 
+def test_training_first_sweeps_with_its_own_workers_not_the_notebooks_jobs(tiny_notebooks, tmp_path, monkeypatch):
+    """With --jobs 2 the kernels count their runs' seconds as halves (ADAPTERLAB_WORKERS=2), but the sweep
+    that trains first sets its own workers: it must not inherit the notebooks' jobs or their threads."""
+    from adapterlab import results, sweep
+
+    seen = []
+    monkeypatch.delenv(results.WORKERS_ENV, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: seen.append(dict(os.environ)) or 130)
+    write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False", "pass")
+    status = regenerate(profile=SMOKE, only=["05", "fine"], out=tmp_path, notebooks_dir=tiny_notebooks,
+                        since="2026-01-01T00:00:00+00:00", jobs=2, progress=False)  # two notebooks: 2 jobs
+    assert status == 130
+    [env] = seen
+    assert env[results.FRESH_SINCE_ENV] == "2026-01-01T00:00:00+00:00"  # the kernels' store and since time
+    assert results.WORKERS_ENV not in env and "OMP_NUM_THREADS" not in env
+
+
 def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebooks, tmp_path, monkeypatch, capsys):
     """An interrupted (or failed) sweep must not hand its runs to the notebooks, which would train them one
     by one: regenerate stops with the sweep's status and says how to resume."""
