@@ -41,6 +41,7 @@ from .params import count_parameters
 from .results import WORKERS_ENV, ResultStore, config_key
 
 FAMILIES = ("layer_removal", "init_scale", "param_performance", "low_resource")
+PLANNED = ("teaching", *FAMILIES)  # the families with a plan of runs (03's teaching runs: no figure family)
 SPANS_FAMILY = "layer_removal_spans"  # store family of the span evaluations (no training)
 
 # Columns of the CSVs: the contract (DESIGN.md "Result tables") first, extras after.
@@ -205,28 +206,85 @@ def _low_resource_schedule(s, size):
 
 
 def _low_resource_plan(p):
+    """Every (size, method, seed) run. A method with a grid (s["lr_grid"][method]) first runs each rate of
+    it at one size (s["lr_choice_size"]) with the first seed; once those are stored, every size and seed
+    at the rate chosen on validation (choose_lr) -- the paper reports, per task, the hyper-parameters that
+    were best on validation. A method without a grid: its one rate (_method_lr) at once."""
     s = p.low_resource
-    out = []
+    seeds, store, out = s.get("seeds", (0,)), _store(p), []
     for task in s.get("tasks", p.tasks):
-        for size in s["sizes"]:
-            if size > GLUE_TRAIN_SIZES.get(task, math.inf):
-                continue  # e.g. RTE has 2,241 train examples: no 4,000-example subset
+        sizes = [size for size in s["sizes"] if size <= GLUE_TRAIN_SIZES.get(task, math.inf)]  # RTE: 2,241
+
+        def config(name, size, lr, seed):
             epochs, max_steps = _low_resource_schedule(s, size)
             batch = s.get("train", {}).get("batch_size", p.train.get("batch_size", 32))
             total = max_steps or math.ceil(epochs * math.ceil(size / batch))
             # evaluate about s["evaluations"] times per run, not once per (tiny) epoch
             eval_every = max(1, math.ceil(total / s.get("evaluations", 10)))
-            for name in s["methods"]:
-                args = s.get("method_args", {}).get(name, {})
-                for seed in s.get("seeds", (0,)):
-                    out.append(_run_config(
-                        p, task=task, method=name, method_args=args, backbone=s.get("backbone"), train_size=size,
-                        lr=_method_lr(p, name, s), seed=seed, epochs=epochs, max_steps=max_steps,
-                        eval_every=eval_every, family_train=s.get("train")))
+            return _run_config(
+                p, task=task, method=name, method_args=s.get("method_args", {}).get(name, {}),
+                backbone=s.get("backbone"), train_size=size, lr=lr, seed=seed, epochs=epochs, max_steps=max_steps,
+                eval_every=eval_every, family_train=s.get("train"))
+
+        for name in s["methods"]:
+            grid = s.get("lr_grid", {}).get(name)
+            if grid and s.get("lr_choice_size") not in sizes:
+                raise ValueError(f"low_resource has a learning-rate grid for {name!r} but its lr_choice_size "
+                                 f"{s.get('lr_choice_size')!r} is not one of its sizes {tuple(sizes)} for {task}; "
+                                 "set lr_choice_size to the size at which the grid runs")
+            if grid:
+                trials = [config(name, s["lr_choice_size"], lr, seeds[0]) for lr in grid]
+                out += trials
+                lr = choose_lr([store.get(run_key(c, p, "low_resource"), "low_resource") for c in trials])
+            else:
+                lr, trials = _method_lr(p, name, s), []
+            if lr is not None:
+                out += [c for size in sizes for seed in seeds if (c := config(name, size, lr, seed)) not in trials]
     return out
 
 
-_PLANS = {"layer_removal": _layer_removal_plan, "init_scale": _init_scale_plan,
+def train_split_size(task):
+    """Examples in a task's train split: GLUE's are known (no download); the local tasks load in a moment."""
+    return GLUE_TRAIN_SIZES.get(task.partition(":")[0]) or len(task_registry.load_task(task).splits["train"])
+
+
+def teaching_config(profile, method, task, lr=None, method_args=None):
+    """One run of notebook 03: the profile's training settings for `method` on `task`, on the profile's
+    train size (all of a smaller train split); lr and method_args (the notebook's parameters) override."""
+    p = _profile(profile)
+    size = p.train_size if p.train_size is not None and p.train_size < train_split_size(task) else None
+    return _run_config(p, task=task, method=method, method_args=method_args, train_size=size,
+                       lr=_method_lr(p, method) if lr is None else lr)
+
+
+def teaching_second_task(profile, requested=None):
+    """The second task of 03's adapter swap: `requested` (else the profile's), unless it is the first task
+    or has another number of classes; then the first of airline, synthetic, synthetic-pair that fits."""
+    p = _profile(profile)
+    first = p.tasks[0]
+    classes = task_registry.num_labels(first)
+    candidates = [requested or p.teaching.get("second_task"), "airline", "synthetic", "synthetic-pair"]
+    return next(t for t in candidates if t and t != first and task_registry.num_labels(t) == classes)
+
+
+def _teaching_plan(p):
+    """Notebook 03 with its default parameters: every teaching method on the first task, and the swap
+    method on the second task too (both adapters kept for the swap demo: keeps_adapter)."""
+    first, swap = p.tasks[0], p.teaching["swap_method"]
+    configs = [teaching_config(p, m, first) for m in p.teaching["methods"]]
+    for task in (first, teaching_second_task(p)):
+        if (config := teaching_config(p, swap, task)) not in configs:
+            configs.append(config)
+    return configs
+
+
+def keeps_adapter(profile, family, config):
+    """Whether a run's trained adapter is saved beside its record: 04 scores its spans from it, 03 swaps it."""
+    swap = _profile(profile).teaching["swap_method"]
+    return family == "layer_removal" or (family == "teaching" and config.method == swap)
+
+
+_PLANS = {"teaching": _teaching_plan, "layer_removal": _layer_removal_plan, "init_scale": _init_scale_plan,
           "param_performance": _param_performance_plan, "low_resource": _low_resource_plan}
 
 
@@ -238,11 +296,11 @@ def plan(profile=None, family="layer_removal"):
     plan() lists, then call it again; the plan is complete when it lists no run the store lacks
     (_run_plan does exactly this)."""
     if family not in _PLANS:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(PLANNED)}")
     return _PLANS[family](_profile(profile))
 
 
-def dry_run(profile=None, families=FAMILIES, verbose=True, file=None):
+def dry_run(profile=None, families=PLANNED, verbose=True, file=None):
     """Print the planned runs of each family and their counts; return {family: count} (+ "total")."""
     p = _profile(profile)
     store = _store(p)
@@ -696,11 +754,8 @@ def param_performance(profile=None, fresh=False, progress=True):
     """
     p = _profile(profile)
     records = _run_plan(p, "param_performance", fresh, progress)
-    entries = {}  # entry -> its records, in plan order
-    for r in records:
-        entries.setdefault(_entry(_cfg(r)), []).append(r)
     rows, grid_rows = [], []
-    for runs in entries.values():
+    for runs in _group(records, lambda r: _entry(_cfg(r))).values():  # entry -> its records, in plan order
         first_seed = runs[0]["config"]["train"]["seed"]
         trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
         chosen = choose_lr(trials)
@@ -740,27 +795,57 @@ def _param_performance_row(r, lr_grid):
 def low_resource(profile=None, fresh=False, progress=True):
     """Compacter Fig. 4: methods trained on nested seeded subsets of growing size.
 
-    One row per (task, method, train_size, seed). Columns: task, method, train_size, seed, metric,
+    One row per (task, method, train_size, seed) at the method's rate (chosen on validation when the
+    profile gives it a grid: _low_resource_plan). Columns: task, method, train_size, seed, metric,
     value (test metric of the state that was best on the periodic validations), the RUN_COLUMNS
-    (baseline: majority class on test), then validation, label, epochs (passes over the subset),
-    examples_seen, evaluations (validations during training), best_step (the step of the state kept),
-    train_seconds, backbone.
+    (baseline: majority class on test), then validation, label, lr_grid (the rates tried, space-separated;
+    empty without a grid), epochs (passes over the subset), examples_seen, evaluations (validations
+    during training), best_step (the step of the state kept), train_seconds, backbone.
     Subsets are nested: with the same seed, the 100 examples are among the 500, and so on.
+    frame.attrs["lr_grid"]: the grid runs with their choice, also written to low_resource_lr_grid.csv.
     """
     p = _profile(profile)
+    s = p.low_resource
     records = _run_plan(p, "low_resource", fresh, progress)
-    rows = []
-    for r in records:
-        c = _cfg(r)
-        best = max(r["curve"], key=lambda point: point["validation"])  # train keeps the first best
-        rows.append(dict(task=r["task"], method=r["method"], train_size=c.train_size, metric=r["metric"],
-                         value=r["test"], **run_columns(r), baseline=r["majority"], validation=r["validation"],
-                         label=method_label(c), epochs=r["steps"] * c.train.batch_size / r["train_examples"],
-                         examples_seen=round(r["examples_per_second"] * r["train_seconds"]), evaluations=len(r["curve"]),
-                         best_step=best["step"], train_seconds=r["train_seconds"], backbone=r["backbone"]))
+    rows, grid_rows = [], []
+    for (task, name), runs in _group(records, lambda r: (r["task"], r["method"])).items():
+        trials = [r for r in runs if s.get("lr_grid", {}).get(name) and _cfg(r).train_size == s["lr_choice_size"]
+                  and r["config"]["train"]["seed"] == s.get("seeds", (0,))[0]]
+        chosen = choose_lr(trials) if trials else runs[0]["config"]["train"]["lr"]
+        lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
+        grid_rows += [dict(task=task, method=name, train_size=_cfg(r).train_size, validation=r["validation"],
+                           value=r["test"], **run_columns(r), chosen=r["config"]["train"]["lr"] == chosen)
+                      for r in trials]
+        for r in runs:
+            if r["config"]["train"]["lr"] != chosen:
+                continue
+            c = _cfg(r)
+            best = max(r["curve"], key=lambda point: point["validation"])  # train keeps the first best
+            rows.append(dict(task=task, method=name, train_size=c.train_size, metric=r["metric"],
+                             value=r["test"], **run_columns(r), baseline=r["majority"], validation=r["validation"],
+                             label=method_label(c), lr_grid=lr_grid,
+                             epochs=r["steps"] * c.train.batch_size / r["train_examples"],
+                             examples_seen=round(r["examples_per_second"] * r["train_seconds"]), evaluations=len(r["curve"]),
+                             best_step=best["step"], train_seconds=r["train_seconds"], backbone=r["backbone"]))
     frame = _frame(rows, "low_resource")
+    if len(frame):  # per task, by size, then the profile's method order, then seed: how the figure reads
+        order = {**{t: i for i, t in enumerate(dict.fromkeys(frame["task"]))},
+                 **{m: i for i, m in enumerate(s["methods"])}}
+        frame = frame.sort_values(["task", "train_size", "method", "seed"], kind="stable",
+                                  key=lambda col: col.map(order) if col.name in ("task", "method") else col)
+        frame = frame.reset_index(drop=True)
     _write_csv(frame, p, "low_resource")
+    frame.attrs["lr_grid"] = pd.DataFrame(grid_rows)
+    _write_csv(frame.attrs["lr_grid"], p, "low_resource_lr_grid")
     return frame
+
+
+def _group(records, key):
+    """{key(record): [records]} in first-seen order."""
+    groups = {}
+    for r in records:
+        groups.setdefault(key(r), []).append(r)
+    return groups
 
 
 RUNNERS = {"layer_removal": layer_removal, "init_scale": init_scale, "param_performance": param_performance,

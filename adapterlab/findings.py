@@ -180,6 +180,12 @@ def low_resource(df):
     for task, d in df.groupby("task", sort=False):
         lines.append(f"**Low resource, {task}** (test accuracy, mean of {_seeds(d)} seed(s), {unconverged(d)}; "
                      f"majority class {pts(d['baseline'].iloc[0])}):")
+        if "lr" in d:
+            rates = ", ".join(f"{m} {'/'.join(f'{lr:g}' for lr in g['lr'].unique())}"
+                              + (f" (chosen on validation from {g['lr_grid'].iloc[0]})"
+                                 if "lr_grid" in g and isinstance(g["lr_grid"].iloc[0], str) else "")
+                              for m, g in d.groupby("method", sort=False))
+            lines.append(f"- learning rates: {rates}.")
         for size, g in d.groupby("train_size"):
             by = {m: r["value"] for m, r in g.groupby("method", sort=False)}
             means = ", ".join(f"{m} {pts(v.mean())}" for m, v in by.items())
@@ -211,11 +217,9 @@ def load(profile, family):
 
 
 def stored_runs(profile, family):
-    """The stored records of the family's current plan (03's "teaching": every stored record)."""
+    """The stored records of the family's current plan (03's "teaching": the notebook's default runs)."""
     from . import experiments  # torch and the models: only when asked
     store = experiments.ResultStore(profiles.results_dir(profile))
-    if family == "teaching":
-        return [e["record"] for e in store.records(family)]
     records = [store.get(experiments.run_key(c, profile, family), family) for c in experiments.plan(profile, family)]
     return [r for r in records if r is not None]
 

@@ -442,8 +442,8 @@ def _now():
 def _train_first(profile, chosen, workers, since, env, progress):
     """Train the planned runs of the chosen notebooks' families before any notebook runs: `workers`
     runs side by side (sweep.py; on CPU each with cores // workers threads), records made before
-    `since` counting as missing. The notebooks then only redraw (03 still trains its own runs and
-    04 scores its spans). Returns the sweep's exit status (0 when no chosen notebook has a plan)."""
+    `since` counting as missing. The notebooks then only redraw (04 also scores its spans). Returns the
+    sweep's exit status (0 when no chosen notebook has a plan)."""
     from . import sweep as sweep_module
 
     families = [sweep_module.NOTEBOOK_FAMILY[nb.stem[:2]] for nb in chosen if nb.stem[:2] in sweep_module.NOTEBOOK_FAMILY]

@@ -8,9 +8,9 @@ The runs come from experiments.plan(), the same planner the notebooks and `regen
 use, so a sweep trains exactly what the notebooks would; afterwards the notebooks redraw from the
 store and train nothing. Design choices, and why:
 
-- Workers only compute. A run's record (and, for layer removal, its adapter weights as bytes) comes
-  back to the driver, and the driver alone writes the result store (atomic, as ever). A Ray cluster
-  therefore needs no shared filesystem, and two workers never race on a file.
+- Workers only compute. A run's record (and, for layer removal and 03's adapter swap, its adapter
+  weights as bytes) comes back to the driver, and the driver alone writes the result store (atomic,
+  as ever). A Ray cluster therefore needs no shared filesystem, and two workers never race on a file.
 - Layer removal has a second stage (scoring every span of removed adapters on the best run). The
   sweep trains the runs and stores each adapter in the store's checkpoint folder; notebook 04 (or
   experiments.layer_removal) scores the spans from that checkpoint: evaluation only, no training.
@@ -50,7 +50,8 @@ from . import profiles as profiles_module
 from .inject import ADAPTER_CONFIG
 from .results import ResultStore, config_key
 
-NOTEBOOK_FAMILY = {"04": "layer_removal", "05": "init_scale", "06": "param_performance", "07": "low_resource"}
+NOTEBOOK_FAMILY = {"03": "teaching", "04": "layer_removal", "05": "init_scale", "06": "param_performance",
+                   "07": "low_resource"}
 FAILURES = "sweep_failures.json"
 
 
@@ -70,26 +71,26 @@ class Run:
     def spec(self, profile):
         """What a worker needs, as plain data (it travels to other processes and machines)."""
         return {"config": self.config.to_dict(), "eval_size": ex.eval_size(profile, self.family),
-                "save": self.family == "layer_removal"}  # notebook 04 scores spans from this adapter
+                "save": ex.keeps_adapter(profile, self.family, self.config)}  # 03 swaps it, 04 scores spans
 
     def __str__(self):
         return f"{self.family} {self.id}: {ex.describe(self.config)}"
 
 
 def families(only=None):
-    """The families of `only` ("04,06", "layer_removal", a list); all four for None."""
+    """The families of `only` ("04,06", "layer_removal", a list); every planned one (03-07) for None."""
     if not only:
-        return list(ex.FAMILIES)
+        return list(ex.PLANNED)
     tokens = only.split(",") if isinstance(only, str) else [str(t) for t in only]
     chosen = set()
     for token in (t.strip() for t in tokens if t.strip()):
         number = token.zfill(2) if token.isdigit() else token[:2]
-        family = NOTEBOOK_FAMILY.get(number, token if token in ex.FAMILIES else None)
+        family = NOTEBOOK_FAMILY.get(number, token if token in ex.PLANNED else None)
         if family is None:
             choices = ", ".join(f"{n} ({f})" for n, f in NOTEBOOK_FAMILY.items())
             raise ValueError(f"no experiment {token!r} to sweep; choose among {choices}")
         chosen.add(family)
-    return [f for f in ex.FAMILIES if f in chosen]
+    return [f for f in ex.PLANNED if f in chosen]
 
 
 def missing(profile, only=None, skip=()):
@@ -396,10 +397,10 @@ def gpu_seconds(config):
     if shape is None:
         return None
     t, task = config.train, config.task.split(":")[0]
-    n_train = config.train_size or ex.GLUE_TRAIN_SIZES.get(task, 0)
+    n_train = config.train_size or ex.train_split_size(task)
     steps = t.max_steps or math.ceil(t.epochs * math.ceil(n_train / t.batch_size))
     evaluations = math.ceil(steps / (t.eval_every or math.ceil(n_train / t.batch_size)))
-    n_validation = min(VALIDATION_CAP, round(ex.GLUE_TRAIN_SIZES.get(task, 0) / 9))
+    n_validation = min(VALIDATION_CAP, round(ex.train_split_size(task) / 9))  # GLUE: a tenth of train
     forward = forward_flops(shape, config.max_length)
     flops = steps * t.batch_size * forward * (1 + backward_factor(config)) + (evaluations + 1) * n_validation * forward
     return flops / (GPU_FLOPS * UTILISATION)

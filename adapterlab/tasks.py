@@ -369,6 +369,15 @@ def _load_full(name: str, glue_dir: str | None) -> Task:
     return _load_synthetic(name)
 
 
+def num_labels(name: str) -> int:
+    """A task's number of classes (1: regression), without reading GLUE's files: their specs know."""
+    name = name.partition(":")[0]
+    if name.startswith("glue/") and name.removeprefix("glue/") in GLUE:
+        label_names = GLUE[name.removeprefix("glue/")].label_names
+        return 1 if label_names is None else len(label_names)
+    return load_task(name).num_labels
+
+
 def subsample(dataset: datasets.Dataset, n: int, seed: int) -> datasets.Dataset:
     """A seeded random n-example subset. The first n of one seeded permutation,
     so with the same seed a smaller subset is contained in a larger one (the

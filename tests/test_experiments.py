@@ -201,8 +201,9 @@ def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     out = io.StringIO()
     counts = ex.dry_run("paper", file=out)
-    assert counts == {**{f: len(ex.plan("paper", f)) for f in ex.FAMILIES},
-                      "total": sum(len(ex.plan("paper", f)) for f in ex.FAMILIES)}
+    assert counts == {**{f: len(ex.plan("paper", f)) for f in ex.PLANNED},
+                      "total": sum(len(ex.plan("paper", f)) for f in ex.PLANNED)}
+    assert counts["teaching"] == 6  # notebook 03: five methods, and the swap method on a second task
     text = out.getvalue()
     assert "layer_removal: 12 runs" in text and f"total: {counts['total']} training runs" in text
     assert counts["layer_removal"] == 2 * 3 * 2  # MNLI, CoLA x Houlsby's lr {3e-5, 3e-4, 3e-3} x epochs {3, 20}
@@ -229,10 +230,16 @@ def test_low_resource_plans_see_the_same_examples_at_every_size():
     mnli = {c.train_size: c.train.epochs for c in paper if c.task == "glue/mnli"}
     assert mnli == {100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25}
     assert not any(c.task == "glue/rte" and c.train_size > ex.GLUE_TRAIN_SIZES["glue/rte"] for c in paper)
-    default = ex.plan("default", "low_resource")
+
+    def every_run(name):  # the whole plan without waiting for the learning-rate choice (which needs a store)
+        p = profiles.get(name)
+        return ex.plan(replace(p, low_resource={k: v for k, v in p.low_resource.items() if k != "lr_grid"}),
+                       "low_resource")
+
+    default = every_run("default")
     assert {c.train_size: c.train.epochs for c in default} == {100: 40, 500: 8, 1000: 4, 2000: 2, 4000: 1}
     for name in ("smoke", "default"):
-        configs = ex.plan(name, "low_resource")
+        configs = every_run(name) + ex.plan(name, "low_resource")  # + the grid trials
         assert len({c.train.epochs * c.train_size for c in configs}) == 1, name  # examples seen
         assert all(c.train.max_steps is None and c.train.eval_every for c in configs)
         assert len({c.train.seed for c in configs}) >= 2, name
@@ -259,6 +266,38 @@ def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validatio
     assert [(c.method, c.train.lr, c.train.seed) for c in extra] == [("houlsby", 3e-3, 1), ("houlsby", 3e-3, 2)]
     tie = [{"validation": 0.7, "config": {"train": {"lr": lr}}} for lr in (1e-2, 1e-3)]
     assert ex.choose_lr(tie) == 1e-3 and ex.choose_lr([tie[0], None]) is None
+
+
+def test_low_resource_chooses_each_rate_at_one_size_then_runs_every_size_and_seed(tmp_path, monkeypatch):
+    """The grid runs at lr_choice_size with the first seed; the rest waits for the choice, then uses it."""
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    s = dict(SMOKE.low_resource, sizes=(50, 100, 200), seeds=(0, 1), lr_grid={"compacter++": (3e-3, 1e-2)},
+             lr_choice_size=100)
+    p = replace(SMOKE, low_resource=s)
+    stage1 = ex.plan(p, "low_resource")
+    cpp = [(c.train_size, c.train.lr, c.train.seed) for c in stage1 if c.method == "compacter++"]
+    assert cpp == [(100, 3e-3, 0), (100, 1e-2, 0)]
+    assert sum(c.method == "full" for c in stage1) == 3 * 2  # no grid: every size and seed at once
+    store = ex._store(p)
+    for c, validation in zip(stage1[:2], (0.6, 0.7)):
+        store.put(ex.run_key(c, p, "low_resource"), {"validation": validation, "config": c.to_dict()},
+                  family="low_resource")
+    extra = [(c.train_size, c.train.lr, c.train.seed) for c in ex.plan(p, "low_resource") if c not in stage1]
+    assert extra == [(50, 1e-2, 0), (50, 1e-2, 1), (100, 1e-2, 1), (200, 1e-2, 0), (200, 1e-2, 1)]  # the trial is reused
+    with pytest.raises(ValueError, match="lr_choice_size 500 is not one of its sizes"):
+        ex.plan(replace(p, low_resource=dict(s, lr_choice_size=500)), "low_resource")
+
+
+def test_low_resource_writes_the_grid_with_its_choice(smoke):
+    lr, grid = smoke["frames"]["low_resource"], smoke["frames"]["low_resource"].attrs["lr_grid"]
+    assert len(grid) == 2 and grid["chosen"].sum() == 1 and set(grid["train_size"]) == {100}
+    chosen = grid.loc[grid["validation"].idxmax(), "lr"]
+    cpp = lr[lr["method"] == "compacter++"]
+    assert set(cpp["lr"]) == {chosen} and len(cpp) == 3 * 2  # every size and seed at the chosen rate, once
+    assert (cpp["lr_grid"] == "0.003 0.01").all() and lr.loc[lr["method"] == "full", "lr_grid"].eq("").all()
+    assert list(lr["train_size"]) == sorted(lr["train_size"])  # by size, as the figure reads
+    csv = pd.read_csv(smoke["out"] / "data" / "results" / "smoke" / "low_resource_lr_grid.csv")
+    assert len(csv) == len(grid) and {"lr", "seed", "validation", "converged", "chosen"} <= set(csv.columns)
 
 
 def test_param_performance_writes_the_grid_with_its_choice(smoke):

@@ -74,6 +74,11 @@ def test_low_resource_verdict_on_the_smallest_set():
     rows[0]["converged"] = False  # one Compacter++ run
     text = "\n".join(findings.low_resource(pd.DataFrame(rows)))
     assert "not converged, by method: compacter++ 1 of 6, full 0 of 6" in text
+    assert "learning rates" not in text  # no lr column: nothing to report
+    frame = pd.DataFrame(rows).assign(lr=[1e-2 if r["method"] == "compacter++" else 1e-4 for r in rows],
+                                      lr_grid=["0.003 0.01" if r["method"] == "compacter++" else None for r in rows])
+    text = "\n".join(findings.low_resource(frame))
+    assert "- learning rates: compacter++ 0.01 (chosen on validation from 0.003 0.01), full 0.0001." in text
 
 
 def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):

@@ -9,6 +9,7 @@ ADAPTERLAB_TEST_JOBS sets how many notebooks run at once (default: 2, or 1 on on
 """
 import importlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -246,6 +247,23 @@ def test_notebook_runs_in_smoke_profile(notebook, smoke_run):
 
     if "csv" in expected:
         check_result_table(run.results / expected["csv"])
+
+
+@pytest.mark.slow
+def test_03s_default_runs_are_the_teaching_plan_the_sweep_trains(smoke_run):
+    """regenerate --workers trains 03's runs beforehand from experiments.plan(profile, "teaching"); the
+    notebook must then find exactly those runs (and their swap adapters), or it would train them again."""
+    from adapterlab import experiments, inject
+    from adapterlab.results import config_key
+
+    run = smoke_run(next(nb for nb in NOTEBOOKS if nb.stem.startswith("03")))
+    assert run.status == 0, run.output
+    stored = [json.loads(line)["key"] for line in (run.results / "teaching.jsonl").read_text().splitlines()]
+    planned = experiments.plan(SMOKE, "teaching")
+    assert sorted(stored) == sorted(config_key(experiments.run_key(c, SMOKE, "teaching")) for c in planned)
+    saved = {d.name for d in (run.results / "checkpoints").iterdir() if (d / inject.ADAPTER_CONFIG).exists()}
+    assert saved == {config_key(experiments.run_key(c, SMOKE, "teaching")) for c in planned
+                     if experiments.keeps_adapter(SMOKE, "teaching", c)}
 
 
 def figure_bytes(out):

@@ -172,9 +172,27 @@ def test_a_sweep_since_a_time_retrains_older_records_once(out, monkeypatch):
     assert sw.missing("smoke", ONLY) == []  # a rerun with the same time (a resume) trains nothing
 
 
+def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
+    """03's teaching runs train in the sweep too (two at a time under regenerate --workers 2); the swap
+    method's adapters come back from the workers as bytes and land in the store's checkpoint folders."""
+    from adapterlab import inject
+
+    assert sw.sweep("smoke", only="03", max_parallel=2, progress=False) == 0
+    planned = ex.plan("smoke", "teaching")
+    assert {e["key"] for e in stored(out, "teaching")} == {
+        sw.Run("teaching", ex.run_key(c, "smoke", "teaching"), c).id for c in planned}
+    store = ResultStore(out / "data" / "results" / "smoke")
+    swap = [c for c in planned if ex.keeps_adapter("smoke", "teaching", c)]
+    assert len(swap) == 2 and {c.task for c in swap} == {"synthetic", "airline"}  # one per task of the demo
+    for c in planned:
+        folder = store.checkpoint_dir(ex.run_key(c, "smoke", "teaching"))
+        assert (folder / inject.ADAPTER_CONFIG).exists() == (c in swap), ex.describe(c)
+    assert sw.missing("smoke", "03") == []
+
+
 def test_only_names_notebooks_or_families():
     assert sw.families("04,6") == ["layer_removal", "param_performance"]
     assert sw.families(["low_resource"]) == ["low_resource"]
-    assert sw.families(None) == list(ex.FAMILIES)
+    assert sw.families(None) == ["teaching", *ex.FAMILIES] and sw.families("3") == ["teaching"]
     with pytest.raises(ValueError, match="05 \\(init_scale\\)"):
-        sw.families("03")
+        sw.families("02")  # 01 and 02 train nothing

@@ -161,6 +161,19 @@ def test_glue_fixture_loads(name, fields, label_names, metrics, first_test_label
     assert set(baseline) == set(metrics)
 
 
+def test_class_counts_without_reading_glue_files(monkeypatch):
+    """tasks.num_labels plans runs for GLUE without its files (offline, no hub): the specs know the labels,
+    and they agree with the tasks the fixtures load."""
+    glue = [name for name in tasks.TASKS if name.startswith("glue/")]
+    loaded = {name: load_task(name, glue_dir=GLUE_FIXTURES).num_labels for name in glue}
+    monkeypatch.delenv("ADAPTERLAB_GLUE_DIR", raising=False)
+    monkeypatch.setattr(tasks, "_load_glue", lambda *a: pytest.fail("num_labels read GLUE's files"))
+    assert {name: tasks.num_labels(name) for name in glue} == loaded
+    assert loaded["glue/mnli"] == 3 and loaded["glue/stsb"] == 1 and tasks.num_labels("glue/cola:accuracy") == 2
+    for name in ("airline", "synthetic", "synthetic-pair"):  # local tasks: loaded
+        assert tasks.num_labels(name) == load_task(name).num_labels
+
+
 def test_glue_quotes_are_plain_characters():
     """QUOTE_NONE: a stray quote in CoLA (headerless) must not swallow the next lines."""
     cola = load_task("glue/cola", glue_dir=GLUE_FIXTURES)
