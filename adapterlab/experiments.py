@@ -14,7 +14,8 @@ data/results/<profile>/<family>.jsonl, keyed by its full config, so a second cal
 redraws without training. Each function also writes data/results/<profile>/<family>.csv
 (the columns of DESIGN.md "Result tables", plus extra columns documented per function).
 
-`plan(profile, family)` lists a family's training runs as train.RunConfig objects; the
+`plan(profile, family)` lists a family's training runs as train.RunConfig objects (also for
+"teaching": notebook 03's runs, which have no figure family but train in sweeps too); the
 store keys are `run_key(config, profile)` (the RunConfig dict, the method it resolves to and
 CODE_VERSION, plus "eval_size" when the profile caps evaluation sets).
 """
