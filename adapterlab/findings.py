@@ -15,8 +15,8 @@ estimate, and the text says so.
 """
 import argparse
 import math
-from collections import Counter
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
