@@ -8,12 +8,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: setup test figures figures-fresh lab site course
 setup: $(STAMP)
 
-# pyproject.toml is the one list of requirements; a change to it reinstalls. The ray extra is for
-# `sweep --executor ray` and its tests.
+# pyproject.toml is the one list of requirements; a change to it reinstalls. Every extra: lab (JupyterLab,
+# widgets), site (Sphinx), test (pytest, nbval, playwright, peft), ray (`sweep --executor ray` and its tests).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[ray]'
+	$(PY) -m pip install --quiet -e '.[lab,site,test,ray]'
 	touch $@
 
 test: $(STAMP)
@@ -29,8 +29,11 @@ WORKERS ?= 2
 figures-fresh: $(STAMP)
 	$(PY) -m adapterlab regenerate --profile default --workers $(WORKERS) $(if $(SINCE),--since $(SINCE),--fresh)
 
+# JupyterLab refuses to start as root (containers, course servers) unless told --allow-root: added
+# only then. UID is the user's id (override to try it: make -n lab UID=0)
+UID ?= $(shell id -u)
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(UID)),--allow-root )notebooks/
 
 # the course website, from the default profile's executed notebooks (re-running those that are
 # missing or older than their source, from cached results): build/site/default/html/index.html

@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-METHOD_FLAGS = ("bottleneck", "n", "rank", "k", "init_std", "drop_layers", "activation")
+METHOD_FLAGS = ("bottleneck", "n", "rank", "k", "init_std", "drop_layers", "activation", "prompt_tokens",
+                "prompt_init", "intrinsic_dim", "lora_alpha", "lora_targets")
 
 
 def add_train_parser(sub):
@@ -22,11 +23,17 @@ def add_train_parser(sub):
     p.add_argument("--method", default="houlsby")
     p.add_argument("--bottleneck", type=int, help="adapter size m")
     p.add_argument("--n", type=int, help="PHM n (phm, compacter, compacter++)")
-    p.add_argument("--rank", type=int, help="rank of the PHM B_i / low-rank projections")
+    p.add_argument("--rank", type=int, help="rank of the PHM B_i / low-rank projections; LoRA's r")
     p.add_argument("--k", type=int, help="top-k: number of top blocks to train")
     p.add_argument("--init-std", type=float, help="std of the near-identity init")
     p.add_argument("--drop-layers", type=int, help="adapterdrop: blocks without adapters")
     p.add_argument("--activation", help="adapter nonlinearity (gelu, relu, swish, tanh)")
+    p.add_argument("--prompt-tokens", type=int, help="prompt-tuning: number of prompt vectors")
+    p.add_argument("--prompt-init", choices=["random", "vocab"], help="prompt-tuning: -R or -T initialisation")
+    p.add_argument("--intrinsic-dim", type=int, help="intrinsic-said: d', the trained dimension (lambda included)")
+    p.add_argument("--lora-alpha", type=float, help="lora: scale alpha (the update is alpha / rank x B A)")
+    p.add_argument("--lora-targets", type=lambda s: tuple(s.split(",")),
+                   help="lora: comma-separated module names to adapt, e.g. query,value")
     p.add_argument("--train-size", type=int, help="train on a seeded subset of this many examples")
     p.add_argument("--epochs", type=float, default=3)
     p.add_argument("--max-steps", type=int, help="stop after this many steps (overrides --epochs)")

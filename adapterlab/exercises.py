@@ -7,15 +7,28 @@ a count off by the biases -- without printing the answer. A stub (a function tha
 raises NotImplementedError, or an answer left as None or ...) reports "not yet", so a
 notebook with its stubs left in still runs to the end.
 
+A check must not be foolable by a class: every rule is checked on several inputs (a
+constant that happens to fit one table fails on the next), an exercise that forbids a
+shortcut makes the shortcut fail inside the check (02.kron runs with torch.kron switched
+off; 02.phm_forward watches the size of every tensor the answer computes), a training step
+is compared with torch.optim's step on a copy of the model, and nothing the student returns
+-- a string, a per-token tensor, an int for a list -- reaches the user as a traceback: a
+wrong type gets a hint naming the type expected.
+
     from adapterlab.exercises import check
     check("01.adapter_forward", adapter_forward)
 
 `EXERCISES` lists every exercise with its one-line statement.
 """
+import copy
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.utils._pytree import tree_leaves
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .layers import BottleneckAdapter, PHMLinear
 
@@ -46,10 +59,83 @@ def _call(fn, *args):
     """Run the student's function; a stub or a crash becomes a hint, not a traceback."""
     try:
         return fn(*args)
+    except Hint:  # a forbidden shortcut, refused inside the student's code (see _refused)
+        raise
     except NotImplementedError:
         raise Hint("the stub is still there: replace `raise NotImplementedError` with your code") from None
     except Exception as error:  # the student's bug, reported in one line
         raise Hint(f"your function raised {type(error).__name__}: {error}") from None
+
+
+def _describe(value):
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return f"a {type(value).__name__} of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}" if isinstance(value, (str, bool)) else f"a {type(value).__name__}"
+
+
+def _number(value, what):
+    """`value` as a Python float when it is one number: an int or float, a NumPy scalar, or a tensor or
+    array with one element (np.int64(2), np.float32(2) and torch.tensor(2.) are numbers too); else a hint."""
+    if isinstance(value, (bool, np.bool_)):
+        raise Hint(f"{what} should be a number, got {_describe(value)}")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        if value.dtype in (torch.bool, np.bool_) or (isinstance(value, torch.Tensor) and value.is_complex()):
+            raise Hint(f"{what} should be a real number, got {_describe(value)}")
+        if (value.size if isinstance(value, np.ndarray) else value.numel()) == 1:
+            return float(value.item())
+        raise Hint(f"{what} should be one number, got {_describe(value)}")
+    raise Hint(f"{what} should be a number, got {_describe(value)}")
+
+
+def _count(value, what):
+    """`value` as an int when it is a whole number (3, np.int64(3), torch.tensor(3), 3.0); else a hint."""
+    number = _number(value, what)
+    if not number.is_integer():
+        raise Hint(f"{what} should be a whole number, got {number:g}")
+    return int(number)
+
+
+_MISSING = object()
+KRON = [(torch, "kron"), (torch.Tensor, "kron"), (np, "kron")]  # every library Kronecker product
+
+
+@contextmanager
+def _refused(targets, hint):
+    """Inside the block, calling any of `targets` ((owner, attribute name) pairs) raises Hint(hint): the
+    exercise forbids that shortcut, so an answer built on it fails with the reason instead of passing."""
+    def refuse(*args, **kwargs):
+        raise Hint(hint)
+
+    saved = [(owner, name, owner.__dict__.get(name, _MISSING)) for owner, name in targets]
+    for owner, name in targets:
+        setattr(owner, name, refuse)
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            if original is _MISSING:  # inherited (torch.Tensor.kron lives on the C base class)
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
+
+class _LargestTensor(TorchDispatchMode):
+    """Records the size of the largest tensor any torch operation computes inside the block (views and
+    intermediates included: einsum, matmul and broadcasting all reach the dispatcher as aten ops)."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for leaf in tree_leaves(out):
+            if isinstance(leaf, torch.Tensor):
+                self.largest = max(self.largest, leaf.numel())
+        return out
 
 
 def _same(a, b):
@@ -98,6 +184,15 @@ def check_adapter_forward(adapter_forward):
         raise Hint("there is no nonlinearity between the two projections (use F.gelu)")
     if _same(out, h + F.relu(h @ W_down + b_down) @ W_up + b_up):
         raise Hint("the nonlinearity should be GELU (F.gelu), as in BERT's feed-forward")
+    if _same(out, h + F.gelu(h @ W_down + b_down, approximate="tanh") @ W_up + b_up):
+        raise Hint("that is the tanh approximation of GELU; BERT and adapterlab use the exact one, "
+                   "F.gelu(x) (= x Φ(x), with the normal CDF)")
+    if _same(out, h + F.gelu(h @ W_down + b_down) @ W_up):
+        raise Hint("the up-projection's bias b_up is missing")
+    if _same(out, h + F.gelu(h @ W_down) @ W_up + b_up):
+        raise Hint("the down-projection's bias b_down is missing (it goes inside the nonlinearity)")
+    if _same(out, h + F.gelu((h @ W_down + b_down) @ W_up + b_up)):
+        raise Hint("the nonlinearity goes between the projections: f(h W_down + b_down), then W_up and b_up")
     raise Hint("the output differs from h + f(h W_down + b_down) W_up + b_up; check each term")
 
 
@@ -131,7 +226,7 @@ def check_houlsby_count(count_houlsby):
     for d, L, m in ((768, 12, 64), (1024, 24, 64), (384, 6, 8)):
         per = sum(p.numel() for p in BottleneckAdapter(d, m).parameters())  # the package's adapter
         expected = 2 * L * per
-        got = _call(count_houlsby, d, L, m)
+        got = _count(_call(count_houlsby, d, L, m), "the count")
         if got == expected:
             continue
         if got == L * per:
@@ -151,8 +246,10 @@ def check_kron(kron):
     gen = torch.Generator().manual_seed(2)
     A = torch.randn(2, 3, generator=gen, dtype=torch.float64)
     B = torch.randn(4, 5, generator=gen, dtype=torch.float64)
-    out = _call(kron, A, B)
     expected = torch.kron(A, B)
+    with _refused(KRON, "the exercise is to write it without torch.kron (or np.kron): build each block "
+                        "A[i, j] * B yourself (a loop, or broadcasting), then put the blocks in place"):
+        out = _call(kron, A, B)
     _shape(out, expected, "kron(A, B) for A 2x3 and B 4x5")
     if _same(out, expected):
         return "matches torch.kron on non-square matrices"
@@ -162,7 +259,7 @@ def check_kron(kron):
 
 
 def _phm_reference(n, p, q, gen):
-    x = torch.randn(3, n * p, generator=gen, dtype=torch.float64)
+    x = torch.randn(2, n * p, generator=gen, dtype=torch.float64)
     A = torch.randn(n, n, n, generator=gen, dtype=torch.float64)
     B = torch.randn(n, p, q, generator=gen, dtype=torch.float64)
     layer = PHMLinear(n * p, n * q, n, bias=False).double()
@@ -172,14 +269,28 @@ def _phm_reference(n, p, q, gen):
 
 
 def check_phm_forward(phm_forward):
-    """phm_forward(x, A, B) -> x @ sum_i kron(A_i, B_i), computed without building the (in, out) matrix."""
+    """phm_forward(x, A, B) -> x @ sum_i kron(A_i, B_i), computed without building the (in, out) matrix.
+
+    "Without building W" is checked by size: every tensor the answer computes is watched (_LargestTensor),
+    and one with as many entries as W (in x out) fails, whether it came from torch.kron, an einsum or a
+    broadcast. The sizes make that test sharp: with 2 rows of x, n=4, in=48, out=40, the blockwise answer's
+    largest tensor is B itself (n·in/n·out/n = 480 entries) or x's blocks times the B_i (2·n·n·out/n = 320),
+    while W has 1,920."""
+    n, p, q = 4, 12, 10
     gen = torch.Generator().manual_seed(3)
-    x, A, B, expected = _phm_reference(4, 3, 5, gen)
-    out = _call(phm_forward, x, A, B)
-    _shape(out, expected, "the PHM output for n=4, in=12, out=20")
+    x, A, B, expected = _phm_reference(n, p, q, gen)
+    watch = _LargestTensor()
+    with _refused(KRON, "that builds W (a Kronecker product of A_i and B_i is a W-sized matrix): reshape x "
+                        "into n blocks of in/n, multiply each by B_i, and mix the blocks with A_i"), watch:
+        out = _call(phm_forward, x, A, B)
+    _shape(out, expected, f"the PHM output for n={n}, in={n * p}, out={n * q}")
+    if watch.largest >= n * p * n * q:
+        raise Hint(f"a tensor inside your function has {watch.largest:,} entries, at least as many as W "
+                   f"({n * p} x {n * q} = {n * p * n * q:,}): that is building W (or something as large). Reshape "
+                   "x into n blocks of in/n, multiply each by B_i, and mix the blocks with A_i")
     if _same(out, expected):
-        return "matches adapterlab.PHMLinear (W = Σ A_i ⊗ B_i)"
-    swapped = x @ sum(torch.kron(B[i], A[i]) for i in range(4))
+        return "matches adapterlab.PHMLinear (W = Σ A_i ⊗ B_i), and no tensor as large as W was made"
+    swapped = x @ sum(torch.kron(B[i], A[i]) for i in range(n))
     if _same(out, swapped):
         raise Hint("you computed Σ B_i ⊗ A_i: the rule A comes first")
     raise Hint("reshape x into n blocks of in/n, multiply each by B_i, and mix the blocks with A_i")
@@ -191,7 +302,7 @@ def check_compacter_count(count_compacter):
         one = [PHMLinear(d, m, n, rank=1), PHMLinear(m, d, n, rank=1)]
         per_adapter = sum(p.numel() for layer in one for name, p in layer.named_parameters() if name != "rule")
         expected = adapters * per_adapter + n ** 3
-        got = _call(count_compacter, d, m, n, adapters)
+        got = _count(_call(count_compacter, d, m, n, adapters), "the count")
         if got == expected:
             continue
         if got - adapters * per_adapter in (adapters * n ** 3, 2 * adapters * n ** 3):  # a rule per adapter/layer
@@ -206,11 +317,12 @@ def check_compacter_count(count_compacter):
 
 # ------------------------------------------------------------------ 03: what trains
 
-def _tiny_bert():
+def _tiny_bert(dropout=0.1):
     from transformers import BertConfig, BertForSequenceClassification
 
     config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16, num_labels=3)
+                        intermediate_size=32, max_position_embeddings=16, num_labels=3,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     torch.manual_seed(0)
     return BertForSequenceClassification(config)
 
@@ -239,40 +351,84 @@ def check_choose_trainable(choose_trainable):
     raise Hint("the trainable set differs from the method's")
 
 
+def _optimizer(model, lr=0.1):
+    return torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
+
+
+def _reference_steps(model, batches, zero_grad=True):
+    """The losses of one honest training step per batch on a copy of `model` (SGD), and the copy after them;
+    zero_grad=False: the classic bug of never clearing the gradients, which then add up over steps."""
+    model = copy.deepcopy(model)
+    optimizer, losses = _optimizer(model), []
+    for batch in batches:
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        if zero_grad:
+            optimizer.zero_grad()
+        losses.append(loss.item())
+    return losses, model
+
+
+def _trainable_match(model, reference):
+    # the same float32 operations in the same order: equal up to rounding; 1e-6 leaves room for a loss
+    # computed another way (F.cross_entropy on the logits), while a wrong step moves weights by ~lr x grad
+    ref = dict(reference.named_parameters())
+    return all(torch.allclose(p, ref[n], rtol=1e-5, atol=1e-6) for n, p in model.named_parameters() if p.requires_grad)
+
+
 def check_train_step(train_step):
-    """train_step(model, batch, optimizer) -> loss: one step that changes the trainable parameters only."""
+    """train_step(model, batch, optimizer) -> loss: one optimizer step on the batch's loss, which changes the
+    trainable parameters only. Checked over two steps against the same steps taken by torch.optim on a
+    copy of the model (dropout off, so both see the same function): the parameters must land where one
+    real step puts them, not merely move."""
     from .inject import adapt
 
-    model = adapt(_tiny_bert(), "houlsby", bottleneck=4).train()
+    model = adapt(_tiny_bert(dropout=0.0), "houlsby", bottleneck=4).train()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}  # before the student can change it
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     gen = torch.Generator().manual_seed(4)
-    batch = {"input_ids": torch.randint(0, 64, (4, 8), generator=gen), "labels": torch.tensor([0, 1, 2, 1])}
-    loss = _call(train_step, model, batch, optimizer)
-    if not isinstance(loss, (torch.Tensor, float)):
-        raise Hint("return the batch's loss")
-    after = dict(model.named_parameters())
-    changed_frozen = sorted(n for n in frozen if not torch.equal(after[n], before[n]))
-    if changed_frozen:
-        raise Hint(f"a frozen parameter changed ({changed_frozen[0]}): only the trainable ones may move")
-    if all(torch.equal(p, before[n]) for n, p in after.items() if n not in frozen):
-        raise Hint("no trainable parameter moved: did you call backward() and optimizer.step()?")
-    return "the frozen base is bit-identical after the step and the trainable parameters moved"
+    batches = [{"input_ids": torch.randint(0, 64, (4, 8), generator=gen), "labels": torch.tensor(labels)}
+               for labels in ([0, 1, 2, 1], [2, 2, 0, 1])]
+    start = copy.deepcopy(model)  # the model before the student's steps
+    honest_losses, _ = _reference_steps(start, batches)
+    optimizer = _optimizer(model)
+    for step, batch in enumerate(batches, 1):
+        loss = _number(_call(train_step, model, batch, optimizer), "the returned loss")
+        after = dict(model.named_parameters())
+        changed_frozen = sorted(n for n in frozen if not torch.equal(after[n], before[n]))
+        if changed_frozen:
+            raise Hint(f"a frozen parameter changed ({changed_frozen[0]}): only the trainable ones may move")
+        _, honest = _reference_steps(start, batches[:step])
+        if not _trainable_match(model, honest):
+            if all(torch.equal(p, before[n]) for n, p in after.items()):
+                raise Hint("no trainable parameter moved: did you call loss.backward() and optimizer.step()?")
+            _, piled_up = _reference_steps(start, batches[:step], zero_grad=False)
+            if step > 1 and _trainable_match(model, piled_up):
+                raise Hint("the first step is right, the second is not: the gradients of step 1 were still "
+                           "there. Call optimizer.zero_grad() in every step (before backward or after step)")
+            raise Hint(f"after step {step} the trainable parameters are not where one optimizer step on the "
+                       "batch's loss puts them: compute loss = model(**batch).loss, then loss.backward() and "
+                       "optimizer.step() with the optimizer passed in")
+        if abs(loss - honest_losses[step - 1]) > 1e-5 * max(1.0, abs(honest_losses[step - 1])):
+            raise Hint(f"the step is right, but the returned value ({loss:.4g}) is not the batch's loss before "
+                       "the step: return model(**batch).loss")
+    return ("two steps land exactly where torch.optim's steps on a copy of the model do; "
+            "the frozen base is bit-identical")
 
 
 # ------------------------------------------------------------------ 04: layer removal
 
 def check_block_evaluations(count_block_evaluations):
     """count_block_evaluations(L) -> (naive, cached): block forward passes per batch for every span plus no removal."""
-    from .experiments import span_block_evaluations
+    from .removal import span_block_evaluations
 
     for L in (6, 12, 24):
         expected = span_block_evaluations(L)
         got = _call(count_block_evaluations, L)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise Hint("return two numbers: (naive, cached)")
-        naive, cached = got
+        naive, cached = _count(got[0], "naive"), _count(got[1], "cached")
         spans = L * (L + 1) // 2
         if naive != expected["naive"]:
             if naive == L * spans:
@@ -285,11 +441,11 @@ def check_block_evaluations(count_block_evaluations):
                 raise Hint("the cached version first computes the state entering every block once: L evaluations")
             raise Hint(f"for L={L} your cached count is off by {cached - expected['cached']:+,}: for a start i, "
                        "each end j costs the disabled block j plus the enabled blocks above it")
-    return "matches experiments.span_block_evaluations for 6, 12 and 24 blocks"
+    return "matches removal.span_block_evaluations for 6, 12 and 24 blocks"
 
 
 class _OneBatch:
-    """What experiments.span_logits iterates over: batches with "index", and the split's labels."""
+    """What removal.span_logits iterates over: batches with "index", and the split's labels."""
 
     def __init__(self, inputs, labels):
         import datasets
@@ -316,7 +472,7 @@ def _model_with_trained_adapters():
 
 def check_naive_spans(removal_logits):
     """removal_logits(model, inputs) -> {(i, j): logits with the adapters of blocks i..j switched off}."""
-    from .experiments import span_logits
+    from .removal import span_logits
 
     model, inputs = _model_with_trained_adapters()
     expected, _, L = span_logits(model, _OneBatch(inputs, torch.zeros(6, dtype=torch.long)), cached=True)
@@ -336,7 +492,7 @@ def check_naive_spans(removal_logits):
     wrong = [span for span in spans if not torch.allclose(got[span], torch.as_tensor(expected[span]).double(),
                                                           atol=1e-5)]
     if not wrong:
-        return "every span matches the cached-prefix evaluation (experiments.span_logits)"
+        return "every span matches the cached-prefix evaluation (removal.span_logits)"
     i, j = wrong[0]
     if j > i and torch.allclose(got[(i, j)], torch.as_tensor(expected[(i, j - 1)]).double(), atol=1e-5):
         raise Hint("the span [i, j] includes block j: range(i, j + 1)")
@@ -363,7 +519,11 @@ def check_relative_change(relative_change):
         adapter = _adapter_at(std)
         expected = _relative_change_reference(adapter, h)
         got = _call(relative_change, adapter, h)
-        got = float(got.detach() if isinstance(got, torch.Tensor) else got)
+        elements = got.numel() if isinstance(got, torch.Tensor) else np.size(got) if isinstance(got, np.ndarray) else 1
+        if elements != 1:
+            raise Hint(f"return one number for the whole input (a float), not {_describe(got)}: take one norm "
+                       "over every token, ||adapter(h) - h|| / ||h||")
+        got = _number(got, "the relative change")
         if abs(got - expected) <= 1e-9 * max(expected, 1e-30):  # float64: agreement to rounding
             continue
         with torch.no_grad():
@@ -387,8 +547,9 @@ def check_deviation_exponent(exponent):
     h = torch.randn(4, 7, 64, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
     change = [_relative_change_reference(_adapter_at(s), h) for s in stds]
     slope = float(np.polyfit(np.log(stds), np.log(change), 1)[0])
-    if not isinstance(exponent, (int, float)) or isinstance(exponent, bool):
-        raise Hint("no answer yet: set `exponent` to a number")
+    if callable(exponent):
+        raise Hint("no answer yet: set `exponent` to a number (a value, not a function)")
+    exponent = _number(exponent, "`exponent`")
     if abs(exponent - slope) < 0.25:
         return f"a log-log fit over stds 1e-5..1e-3 gives a slope of {slope:.2f}"
     if abs(exponent - 1) < 0.25:
@@ -396,27 +557,57 @@ def check_deviation_exponent(exponent):
     raise Hint("measure it: the slope of log(change) against log(std) for small stds")
 
 
-def check_collapsed(count_collapsed):
-    """count_collapsed(df) -> the number of runs that ended within one point of the majority class."""
+def _collapse_tables():
+    """Three small sweeps of tasks whose majority class differs (0.643 as airline's, a balanced 0.5, an
+    imbalanced 0.84): one rule gives the right count on all three, a constant or a fixed threshold cannot.
+    No value lies near the rule's edge (findings.COLLAPSE above the baseline), so < and <= agree."""
     import pandas as pd
 
+    tables = []
+    # the balanced table first: on it every slip named in check_collapsed gives a count of its own
+    for base, above, converged in (
+            (0.5, [0.0, 0.003, 0.12, 0.21, -0.005, 0.08, -0.06, 0.025, -0.04], [0, 1, 1, 1, 1, 1, 0, 1, 0]),
+            (0.643, [0.0, 0.177, 0.012, 0.167, 0.0, -0.002, 0.057, 0.046], [1, 1, 0, 1, 1, 1, 1, 0]),
+            (0.84, [0.0, 0.016, 0.05, 0.06, -0.002, 0.04], [0, 1, 1, 1, 1, 0])):
+        tables.append(pd.DataFrame({"init_std": [10.0 ** -(i % 4) for i in range(len(above))],
+                                    "seed": range(len(above)), "value": [round(base + a, 4) for a in above],
+                                    "baseline": base, "converged": [bool(c) for c in converged]}))
+    return tables
+
+
+def check_collapsed(count_collapsed):
+    """count_collapsed(df) -> the number of runs that ended less than findings.COLLAPSE (3 points) above the
+    majority class."""
     from .findings import COLLAPSE
 
-    base = 0.643
-    df = pd.DataFrame({"init_std": [1e-3] * 4 + [1.0] * 4,
-                       "value": [base, 0.82, base + 0.004, 0.81, base, base - 0.002, 0.70, base + 0.016],
-                       "baseline": base, "converged": [True, True, False, False, False, False, False, True]})
-    expected = int((df["value"] - df["baseline"] < COLLAPSE).sum())
-    got = _call(count_collapsed, df.copy())
-    if got == expected:
-        return "the same count as adapterlab.findings (value - majority < 1 point)"
-    if got == int((df["value"] == df["baseline"]).sum()):
-        raise Hint("a collapsed run may end a little above or below the majority class: allow one point")
-    if got == int((~df["converged"]).sum()):
-        raise Hint("'not converged' is another verdict: collapse is about the final score")
-    if got == int(((df["value"] - df["baseline"]).abs() < 0.1).sum()):
-        raise Hint("one point is 0.01 in these fractions")
-    raise Hint(f"your count is {got}; count the runs whose value is less than 0.01 above the baseline")
+    tables = _collapse_tables()
+    answers = [_count(_call(count_collapsed, df.copy()), "the count") for df in tables]
+    expected = [int((df["value"] - df["baseline"] < COLLAPSE).sum()) for df in tables]
+    points = f"{COLLAPSE * 100:g} points ({COLLAPSE:g})"
+    if answers == expected:
+        return (f"the same counts as adapterlab.findings (value - majority < {points}) on three sweeps "
+                "whose majority classes differ")
+    if len(set(answers)) == 1:
+        raise Hint(f"you answer {answers[0]} for three different tables: count the rows of `df` whose value "
+                   f"ends less than {points} above its baseline")
+    for df, got, right in zip(tables, answers, expected):
+        if got == right:
+            continue
+        above = df["value"] - df["baseline"]
+        if got == int((df["value"] == df["baseline"]).sum()):
+            raise Hint(f"a collapsed run may end a little above or below the majority class: allow {points}")
+        if got == int((~df["converged"]).sum()):
+            raise Hint("'not converged' is another verdict: collapse is about the final score")
+        if got == int((above.abs() < 0.1).sum()) or got == int((above < 0.1).sum()):
+            raise Hint(f"{COLLAPSE * 100:g} points is {COLLAPSE:g} in these fractions")
+        if got == int((above < 0.01).sum()):
+            raise Hint(f"the rule is {points} above the majority class (findings.COLLAPSE), not one point")
+        if got == int((above.abs() < COLLAPSE).sum()):
+            raise Hint("a run that ends below the majority class has collapsed too: no absolute value")
+        raise Hint(f"on a table whose majority class is {df['baseline'].iloc[0]:g} your count is {got}: compare "
+                   "each run's value with the `baseline` column of its own row (the majority class differs "
+                   "between tasks), not with a fixed number")
+    raise Hint("the count differs from the rule's")  # not reached: some table differed
 
 
 # ------------------------------------------------------------------ 06: parameters vs performance
@@ -429,8 +620,7 @@ def check_percent_trained(percent_trained):
     for method in ("houlsby", "compacter", "bitfit", "layernorm"):
         model = adapt(_tiny_bert(), method)
         expected = count_parameters(model).percent
-        got = _call(percent_trained, model)
-        got = float(got)
+        got = _number(_call(percent_trained, model), "the percentage")
         if abs(got - expected) <= 1e-9 * expected:
             continue
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -461,9 +651,13 @@ def check_smallest_within(smallest_within):
     from .findings import smallest_within as reference
 
     df = _tradeoff_frame()
+    answers = {}
     for points in (1.0, 2.0, 0.1):
+        got = answers[points] = _call(smallest_within, df.copy(), points)
+        if got is not None and not isinstance(got, str):
+            raise Hint(f"return the label of the method (a string such as 'houlsby m=8'), or None; got {_describe(got)}")
+    for points, got in answers.items():
         expected = reference(df, points)
-        got = _call(smallest_within, df.copy(), points)
         if got == expected:
             continue
         if got == "full":
@@ -474,6 +668,9 @@ def check_smallest_within(smallest_within):
             raise Hint("one point is 0.01 here: compare means as fractions")
         if points == 2.0 and got == "houlsby m=8":
             raise Hint("among the methods close enough, pick the one with the fewest trainable parameters")
+        if len(set(answers.values())) == 1:
+            raise Hint(f"you answer {got!r} for every `points`: a larger allowance admits more methods, so the "
+                       "choice depends on it")
         raise Hint(f"with points={points} you answered {got!r}; a method above full fine-tuning counts as within")
     far = df[df["label"].isin(["full", "layernorm"])]  # nothing within a point of full fine-tuning
     try:
@@ -518,34 +715,145 @@ def check_nested_subsets(nested_subsets):
 
 
 def _low_resource_frame():
+    """Three seeds of full fine-tuning and two methods at four sizes, the rows shuffled. The per-seed
+    differences are chosen so that the paired 95% interval (the rule) and the usual slips disagree:
+    Welch's unpaired SE, 2 SE instead of t_{0.975, 2} = 4.30 SE, a higher mean alone, pairing by row order."""
     import pandas as pd
 
-    values = {(100, "compacter++"): [0.74, 0.76, 0.75], (100, "full"): [0.66, 0.70, 0.68],  # +7, clear
-              (500, "compacter++"): [0.80, 0.78, 0.79], (500, "full"): [0.78, 0.74, 0.76],  # +3, se 1.6: higher
-              (1000, "compacter++"): [0.81, 0.80, 0.79], (1000, "full"): [0.84, 0.77, 0.80],  # -0.3, within noise
-              (2000, "compacter++"): [0.82, 0.83, 0.81], (2000, "full"): [0.80, 0.84, 0.79]}  # +1, within noise
-    return pd.DataFrame([dict(train_size=size, method=m, seed=s, value=v)
-                         for (size, m), vs in values.items() for s, v in enumerate(vs)])
+    full = {100: [0.66, 0.72, 0.69], 500: [0.74, 0.79, 0.76], 1000: [0.78, 0.81, 0.76], 2000: [0.80, 0.84, 0.79]}
+    gains = {"compacter++": {100: [0.020, 0.025, 0.018],  # every seed gains a little: paired higher, Welch not
+                             500: [0.04, 0.01, 0.10],  # ragged gains: neither
+                             1000: [0.03, 0.01, 0.05],  # 2.6 paired SE: above 2 SE, below 4.30 SE
+                             2000: [0.05, -0.01, 0.02]},  # a higher mean inside the noise
+             "houlsby": {100: [0.07, 0.08, 0.06], 500: [-0.02, -0.03, -0.025], 1000: [0.012, 0.015, 0.011],
+                         2000: [0.01, 0.0, -0.01]}}
+    rows = [dict(train_size=n, method="full", seed=s, value=v) for n, vs in full.items() for s, v in enumerate(vs)]
+    rows += [dict(train_size=n, method=method, seed=s, value=round(full[n][s] + gain, 4))
+             for method, per_size in gains.items() for n, gs in per_size.items() for s, gain in enumerate(gs)]
+    return pd.DataFrame(rows).sample(frac=1, random_state=0).reset_index(drop=True)
+
+
+def _sizes_where(df, method, rule, by_seed=True):
+    """Sorted sizes where rule(method's values, full's values) holds, the two aligned by seed (or by row order)."""
+    sizes = []
+    for size, g in df.groupby("train_size"):
+        a, b = (g[g["method"] == m] for m in (method, "full"))
+        if by_seed:
+            a, b = a.sort_values("seed"), b.sort_values("seed")
+        if rule(a["value"].to_numpy(), b["value"].to_numpy()):
+            sizes.append(int(size))
+    return sizes
 
 
 def check_better_beyond_noise(sizes_better):
-    """sizes_better(df, method) -> sorted sizes where `method`'s seed mean exceeds full fine-tuning's by more
-    than 2 standard errors (findings.difference)."""
-    from .findings import difference
+    """sizes_better(df, method) -> sorted sizes where `method` beats full fine-tuning beyond the noise: the 95%
+    confidence interval of the difference paired by seed (stats.paired: mean of the per-seed differences
+    ± t_{0.975, n-1} · sd / √n) lies above zero."""
+    from . import stats
 
     df = _low_resource_frame()
-    expected = sorted(int(size) for size, g in df.groupby("train_size")
-                      if difference(g[g["method"] == "compacter++"]["value"],
-                                    g[g["method"] == "full"]["value"])[2] == "higher")
-    got = _call(sizes_better, df.copy(), "compacter++")
-    got = sorted(int(s) for s in got) if got is not None else got
-    if got == expected:
-        return f"sizes {expected}: the same verdicts as adapterlab.findings.difference"
-    positive = sorted(int(size) for size, g in df.groupby("train_size")
-                      if g[g["method"] == "compacter++"]["value"].mean() > g[g["method"] == "full"]["value"].mean())
-    if got == positive:
-        raise Hint("a higher mean is not enough: the difference must exceed twice its standard error")
-    raise Hint(f"you answered {got}; SE = sqrt(var_a / n_a + var_b / n_b) with the sample variance (ddof=1)")
+    paired = lambda a, b: stats.paired(a, b).ci(0.95)[0] > 0
+    for method in ("compacter++", "houlsby"):
+        expected = _sizes_where(df, method, paired)
+        got = _call(sizes_better, df.copy(), method)
+        if got is None:
+            raise Hint("your function returned None: return a list of training-set sizes ([] when there are none)")
+        if isinstance(got, (str, bytes, dict)) or not hasattr(got, "__iter__"):
+            raise Hint(f"return a list of training-set sizes (e.g. [100, 500], or [] for none), got {_describe(got)}")
+        got = sorted(_count(size, "each size") for size in got)
+        if got == expected:
+            continue
+        slips = [  # (what the slip gives, its hint)
+            (_sizes_where(df, method, lambda a, b: a.mean() > b.mean()),
+             "a higher mean is not enough: the difference must be beyond the noise of the seeds"),
+            (_sizes_where(df, method, paired, by_seed=False),
+             "pair the runs by their `seed` column: the rows are not in seed order"),
+            (_sizes_where(df, method, lambda a, b: a.mean() - b.mean() > 2 * np.sqrt(
+                a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))),
+             "runs of the same seed share their training subset and data order: pair them and use the spread "
+             "of the per-seed differences (stats.paired), not the two groups' separate variances"),
+            (_sizes_where(df, method, lambda a, b: stats.paired(a, b).estimate > 2 * stats.paired(a, b).se),
+             "with 3 seeds the 95% interval is the mean difference ± t_{0.975, 2} x SE = 4.30 SE, not 2 SE "
+             "(scipy.stats.t.ppf(0.975, n - 1), or stats.paired(a, b).ci(0.95))")]
+        for slipped, hint in slips:
+            if got == slipped:
+                raise Hint(hint)
+        raise Hint(f"for method {method!r} your sizes differ from the rule's: per size, take each seed's "
+                   "difference (method - full), then mean ± t_{0.975, n-1} x sd / √n, and keep the size when "
+                   "the whole interval is above zero")
+    return "the same sizes as adapterlab.stats.paired (95% interval by seed) for two methods on a shuffled table"
+
+
+def _stream_matrix(T, gen):
+    """A random T x T accuracy matrix as a stream produces it: NaN below the diagonal (a task is not
+    scored before it arrives), scores in [0.3, 0.95] elsewhere, rows that move over time."""
+    m = np.full((T, T), np.nan)
+    for i in range(T):
+        m[i, i:] = gen.uniform(0.3, 0.95, T - i)
+    return m
+
+
+def _vector(value, n, what):
+    """`value` as a float array of n entries, or a hint naming what was expected."""
+    try:
+        array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=float)
+    except (TypeError, ValueError):
+        raise Hint(f"{what} should be a list or array of numbers, got {_describe(value)}") from None
+    if array.shape != (n,):
+        raise Hint(f"{what} should hold {n} numbers (one per task that had time to forget), got shape "
+                   f"{array.shape}")
+    return array
+
+
+def check_stream_forgetting(forgetting):
+    """forgetting(matrix) -> the T-1 drops diag - last column (positive = forgotten), tasks 1..T-1."""
+    from .stream import forgetting_from_matrix
+
+    gen = np.random.default_rng(8)
+    for T in (2, 4, 5, 7):
+        m = _stream_matrix(T, gen)
+        expected = forgetting_from_matrix(m)[:-1]
+        got = _call(forgetting, m.copy())
+        if not isinstance(got, (list, tuple, np.ndarray, torch.Tensor)):
+            raise Hint(f"return the T - 1 drops as a list or array, got {_describe(got)}")
+        if len(got) == T:
+            raise Hint("the last task has had no time to forget: return only the first T - 1 tasks' drops")
+        got = _vector(got, T - 1, "the answer")
+        if np.allclose(got, expected, atol=1e-12):
+            continue
+        if np.allclose(got, 0):
+            raise Hint("all zeros is what a learner with perfect memory shows, not this matrix: take the "
+                       "diagonal minus the last column")
+        if np.allclose(got, -expected, atol=1e-12):
+            raise Hint("the sign: forgetting is the score right after its own training minus the final score "
+                       "(positive = forgotten)")
+        if np.allclose(got, np.nanmax(m, axis=1)[:-1] - m[:-1, -1], atol=1e-12):
+            raise Hint("start from the score right after the task's own training (the diagonal), not its best score")
+        if np.allclose(got, (m[:, 0] - m[:, -1])[:-1], equal_nan=True):
+            raise Hint("a task is first scored when it arrives (the diagonal); column 0 holds only the first task")
+        raise Hint(f"for a {T} x {T} matrix your drops differ from the diagonal minus the last column")
+    return "the diagonal minus the last column, for every task but the last, on matrices of 2 to 7 tasks"
+
+
+def check_storage_ratio(storage_ratio):
+    """storage_ratio(model_bytes, adapter_bytes, n) -> n * model / (model + n * adapter)."""
+    gen = np.random.default_rng(9)
+    for _ in range(6):
+        model = float(gen.integers(10**7, 10**9))
+        adapter = float(model * gen.uniform(0.005, 0.08))
+        n = int(gen.integers(2, 40))
+        expected = n * model / (model + n * adapter)
+        got = _number(_call(storage_ratio, model, adapter, n), "the ratio")
+        if abs(got - expected) <= 1e-9 * expected:
+            continue
+        if abs(got - model / adapter) <= 1e-9 * (model / adapter):
+            raise Hint("count the base model too: the adapters need one base plus their own files")
+        if abs(got - 1 / expected) <= 1e-9 / expected:
+            raise Hint("the other way round: the copies' bytes divided by the base's plus the adapters'")
+        if abs(got - n) <= 1e-9 * n:
+            raise Hint("the adapters are not free: add n adapter files to the one base")
+        raise Hint(f"for a model of {model:.0f} bytes, adapters of {adapter:.0f} and {n} tasks your ratio is {got:.4g}")
+    return "n copies against one base plus n adapters, for six random sizes and task counts"
 
 
 EXERCISES = {
@@ -556,7 +864,7 @@ EXERCISES = {
     "02.phm_forward": (check_phm_forward, "the PHM forward pass without building W"),
     "02.compacter_count": (check_compacter_count, "count Compacter's parameters"),
     "03.choose_trainable": (check_choose_trainable, "choose which parameters train for Houlsby adapters"),
-    "03.train_step": (check_train_step, "one training step that leaves the base unchanged"),
+    "03.train_step": (check_train_step, "one optimizer step that leaves the base unchanged"),
     "04.block_evaluations": (check_block_evaluations, "count the block evaluations of the naive and the cached loop"),
     "04.naive_spans": (check_naive_spans, "write the naive span-removal loop"),
     "05.relative_change": (check_relative_change, "measure how far an adapter moves its input at init"),
@@ -565,7 +873,11 @@ EXERCISES = {
     "06.percent_trained": (check_percent_trained, "the share of parameters a method trains"),
     "06.smallest_within": (check_smallest_within, "the smallest method within a point of full fine-tuning"),
     "07.nested_subsets": (check_nested_subsets, "nested, seeded training subsets"),
-    "07.better_beyond_noise": (check_better_beyond_noise, "where an adapter beats full fine-tuning beyond noise"),
+    "07.better_beyond_noise": (check_better_beyond_noise, "where an adapter beats full fine-tuning beyond the "
+                               "noise of the seeds (paired by seed)"),
+    "08.forgetting": (check_stream_forgetting, "forgetting per task from a stream's accuracy matrix"),
+    "08.storage_ratio": (check_storage_ratio, "how many times the bytes n fine-tuned copies take against one base "
+                         "plus n adapters"),
 }
 
 
@@ -580,6 +892,9 @@ def check(name, answer, quiet=False):
         result = Result(name, True, checker(answer))
     except Hint as hint:
         result = Result(name, False, str(hint))
+    except Exception as error:  # an answer of a shape no hint foresaw: still a hint, never a traceback
+        result = Result(name, False, f"the check could not use your answer ({type(error).__name__}: {error}); "
+                                     f"compare what it returns with the exercise: {EXERCISES[name][1]}")
     if not quiet:
         print(result)
     return result

@@ -13,18 +13,22 @@ The two papers' code differs on one detail, and we follow each on its own models
   T5 (Compacter's code): the adapter comes before dropout, x + drop(h + f(h)),
       so we hook the output projection.
 In eval mode dropout is the identity and the two are the same function.
+
+The baselines that add no adapter live in their own modules and are wired in here: prompt tuning
+(prompt_tuning.py), Intrinsic-SAID (intrinsic.py), LoRA (lora.py); the head-only probe only
+freezes. Each module checks its own settings (check) before adapt() touches the model.
 """
 import json
-import os
-import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 import torch.nn as nn
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
+from . import intrinsic, lora, prompt_tuning
+from .results import atomic_write
 from .layers import BottleneckAdapter, LowRankLinear, PHMLinear, make_rule
 from .methods import MethodConfig, method
 
@@ -36,11 +40,13 @@ class ArchSpec:
     stacks:    stack name -> the ModuleList of transformer blocks
     sublayers: stack name -> {position: module inside a block whose output goes through the adapter}
     below:     modules under the first block (the embeddings), for train_lower_layernorms=False
+    lora_targets: LoRA's default targets, the query and value projections (Hu et al.)
     """
 
     stacks: dict
     sublayers: dict
     below: tuple = ()
+    lora_targets: tuple = ()
 
 
 _BERT = ArchSpec(
@@ -48,6 +54,7 @@ _BERT = ArchSpec(
     # adapter-bert modeling.py: dense -> dropout -> adapter -> LayerNorm(+ residual), in both sublayers
     sublayers={"encoder": {"attention": "attention.output.dropout", "ffn": "output.dropout"}},
     below=("embeddings",),
+    lora_targets=("query", "value"),
 )
 _T5 = ArchSpec(
     stacks={"encoder": "encoder.block", "decoder": "decoder.block"},
@@ -57,6 +64,7 @@ _T5 = ArchSpec(
         "encoder": {"attention": "layer.0.SelfAttention.o", "ffn": "layer.1.DenseReluDense.wo"},
         "decoder": {"attention": "layer.0.SelfAttention.o", "ffn": "layer.2.DenseReluDense.wo"},
     },
+    lora_targets=("q", "v"),  # self- and cross-attention, as PEFT's T5 default
 )
 ARCHITECTURES = {"bert": _BERT, "roberta": _BERT, "xlm-roberta": _BERT, "t5": _T5, "mt5": _T5}
 
@@ -202,6 +210,17 @@ def _check(model, cfg):
     if cfg.trains == "top-k":
         if cfg.k > most:
             raise ValueError(f"top-k: k={cfg.k} but the model has only {most} blocks per stack; use k <= {most}")
+    if cfg.trains == "head" and not head_parameter_names(model):
+        raise ValueError(
+            f"head-only: {type(model).__name__} has no task head to train (a text-to-text T5 answers with its "
+            "tied embeddings); use a model with a classification head (e.g. BertForSequenceClassification)"
+        )
+    if cfg.trains == "prompt":
+        prompt_tuning.check(model, cfg)
+    if cfg.trains == "intrinsic":
+        intrinsic.check(model, cfg)
+    if cfg.trains == "lora":
+        lora.check(model, cfg)
 
 
 def _set_trainable(model, cfg):
@@ -226,6 +245,13 @@ def _set_trainable(model, cfg):
             adapter.requires_grad_(True)
         if hasattr(model, SHARED_RULE_NAME):
             getattr(model, SHARED_RULE_NAME).requires_grad_(True)
+    if cfg.trains == "prompt":
+        getattr(model.base_model, prompt_tuning.MODULE_NAME).requires_grad_(True)
+    if cfg.trains == "intrinsic":
+        getattr(model.base_model, intrinsic.MODULE_NAME).requires_grad_(True)
+    if cfg.trains == "lora":
+        for _, update in lora.lora_layers(model):
+            update.requires_grad_(True)
     params = dict(model.named_parameters())
     for name in head_parameter_names(model):
         params[name].requires_grad_(True)
@@ -237,11 +263,21 @@ def adapt(model, method_or_name, **overrides):
     adapt(model, "houlsby", bottleneck=64) or adapt(model, al.method("compacter", n=4)).
     Inserts the method's adapters (if any) and sets requires_grad: adapters,
     LayerNorms (unless train_layernorms=False) and the head train; everything else is frozen.
+    The baselines add their own parameters instead (a prompt, theta and lambda, LoRA's A and B)
+    and train those and the head.
     """
     cfg = method(method_or_name, **overrides)
+    if cfg.trains == "lora" and not cfg.lora_targets:  # the architecture's default (query and value)
+        cfg = replace(cfg, lora_targets=tuple(arch_spec(model).lora_targets))
     _check(model, cfg)
     if cfg.trains == "bias":
         add_missing_biases(model)
+    if cfg.trains == "prompt":
+        prompt_tuning.add_prompt(model, cfg)
+    if cfg.trains == "intrinsic":
+        intrinsic.add_intrinsic_said(model, cfg)
+    if cfg.trains == "lora":
+        lora.add_lora(model, cfg)
     if cfg.has_adapters:
         d, like = hidden_size(model), next(model.parameters())  # new weights: the model's device and dtype
         rule = None
@@ -287,29 +323,24 @@ def base_fingerprint(model):
 ADAPTER_WEIGHTS, ADAPTER_CONFIG = "adapter.safetensors", "adapter.json"
 
 
-def _atomic_write(path, write):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def save_adapter(model, path):
     """Save what the method trained (safetensors) + the method and a fingerprint of the base (JSON)."""
     cfg = getattr(model, "adapterlab_method", None)
     if cfg is None:
         raise ValueError("this model has no method applied; call al.adapt(model, ...) and train it first")
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
     tensors = {n: p.detach().cpu().contiguous() for n, p in model.named_parameters() if p.requires_grad}
     meta = {"method": cfg.to_dict(), "base": base_fingerprint(model), "parameters": sorted(tensors)}
-    _atomic_write(path / ADAPTER_WEIGHTS, lambda tmp: save_file(tensors, tmp))
-    _atomic_write(path / ADAPTER_CONFIG, lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2)))
+    atomic_write(path / ADAPTER_WEIGHTS, save(tensors))  # weights first: the config says the save is whole
+    atomic_write(path / ADAPTER_CONFIG, json.dumps(meta, indent=2))
     return path
+
+
+def _refuse_merged(model):
+    """A merged LoRA's update sits inside the base weights: loading new A, B on top would count it twice."""
+    if lora.is_merged(model):
+        raise ValueError("this model's LoRA updates are merged into its weights; call "
+                         "adapterlab.lora.unmerge(model) first (merge again after saving or loading)")
 
 
 def _check_shapes(model, tensors):
@@ -367,6 +398,7 @@ def load_adapter(model, path):
             f"the model has {current.name!r} adapters with other settings than the saved {cfg.name!r} ones; "
             "load it into a fresh base model or one adapted with the same method"
         )
+    _refuse_merged(model)
     tensors = load_file(path / ADAPTER_WEIGHTS)
     _check_shapes(model, tensors)  # the head, LayerNorms, ...: before adapt(), so a refusal changes nothing
     _check_adapter_names(model, tensors)

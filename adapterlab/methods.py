@@ -3,19 +3,31 @@
 A method says two things: which adapters to insert (where, how big, with which
 projections) and which of the model's own parameters to train. `adapt()` in
 inject.py reads a MethodConfig and does both.
+
+Besides the adapters, four baselines that add something other than an adapter (issue 24):
+prompt tuning (prompt_tuning.py), Intrinsic-SAID (intrinsic.py + fastfood.py), LoRA (lora.py)
+and a head-only probe. Each trains its own parameters and the task head, nothing else.
 """
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
 from .layers import PHM_INITS  # "compacter", "scaled-factors": see layers.PHMLinear.reset_parameters
 
-TRAINS = ("all", "top-k", "layernorm", "bias", "adapters")
+TRAINS = ("all", "top-k", "layernorm", "bias", "adapters", "head", "prompt", "intrinsic", "lora")
 POSITIONS = ("attention", "ffn")
 PROJECTIONS = ("dense", "lowrank", "phm")
+PROMPT_INITS = ("random", "vocab")  # Prompt Tuning-R and Prompt Tuning-T of the Compacter paper
 
 # Compacter's AdapterDrop drops the adapters of the first 5 of T5-base's 12 blocks per stack
 # (their adapters_drop config adapts blocks 5..11); on other depths we keep that fraction.
 ADAPTERDROP_FRACTION = 5 / 12
+
+
+# Settings that one baseline alone reads -> that baseline's `trains`. to_dict() writes them for that
+# method only, so every other method's dict, and with it the result-store key of every run stored
+# before these settings existed (experiments.run_key), stays as it was.
+ONLY_FOR = {"prompt_tokens": "prompt", "prompt_init": "prompt", "intrinsic_dim": "intrinsic",
+            "projection_seed": "intrinsic", "lora_alpha": "lora", "lora_targets": "lora"}
 
 
 @dataclass(frozen=True)
@@ -24,7 +36,9 @@ class MethodConfig:
 
     trains:      which base parameters learn: "all", "top-k" (last k blocks), "layernorm",
                  "bias" (BitFit; bias-free models such as T5 get zero biases first), or "adapters"
-                 (adapters + LayerNorms; the head always trains)
+                 (adapters + LayerNorms; the head always trains), "head" (the head alone: a linear
+                 probe on frozen features), "prompt" (prompt tuning), "intrinsic" (Intrinsic-SAID) or
+                 "lora"; the last three train their own parameters + the head, nothing else
     positions:   sublayers of each block that get an adapter ("attention", "ffn")
     projection:  how the adapter's two projections are built: "dense", "lowrank" (rank-`rank`
                  u v^T) or "phm" (sum of n Kronecker products; B_i rank `rank` or full if None)
@@ -39,6 +53,18 @@ class MethodConfig:
     train_layernorms: adapter methods also train the base LayerNorms (both papers: True)
     train_lower_layernorms: ... including those below the first adapted block (False: the
                  AdapterDrop paper's setting, so that the backward pass stops at that block)
+    prompt_tokens: prompt tuning -- number of prompt vectors prepended to the input (Compacter §5.5: 100)
+    prompt_init: prompt tuning -- "random" (uniform in +-0.5, the authors' code) or "vocab" (copies of
+                 vocabulary embedding rows drawn at random); see prompt_tuning.py
+    intrinsic_dim: Intrinsic-SAID -- d', everything it trains: d' - m projected coordinates plus one
+                 scale per reparameterised tensor (m of them). Compacter §5.5: 1,400
+    projection_seed: Intrinsic-SAID -- seed of the fixed random Fastfood projections; part of the method
+                 (saved with it), so that a saved theta means the same thing when loaded
+    rank:        also LoRA's r (the lora preset sets 8)
+    lora_alpha:  LoRA -- the update is (lora_alpha / r) B A, as in Hu et al. and PEFT
+    lora_targets: LoRA -- names of the linear layers to adapt, matched on the end of their module
+                 path ("value", "intermediate.dense") as PEFT's target_modules are; None: the
+                 architecture's query and value
     """
 
     name: str
@@ -57,6 +83,12 @@ class MethodConfig:
     train_layernorms: bool = True
     train_lower_layernorms: bool = True
     k: int | None = None
+    prompt_tokens: int = 100
+    prompt_init: str = "random"
+    intrinsic_dim: int = 1400
+    projection_seed: int = 0
+    lora_alpha: float = 8.0
+    lora_targets: tuple | None = None
 
     @property
     def has_adapters(self):
@@ -97,6 +129,18 @@ class MethodConfig:
             )
         if self.trains == "top-k" and (self.k is None or self.k < 0):
             raise ValueError(f"top-k needs k >= 0 (the number of top blocks to train), got k={self.k!r}")
+        if self.prompt_init not in PROMPT_INITS:
+            raise ValueError(f"prompt_init={self.prompt_init!r} is not one of {PROMPT_INITS}")
+        for key in ("prompt_tokens", "intrinsic_dim"):
+            if int(getattr(self, key)) < 1:
+                raise ValueError(f"{key} must be a positive integer, got {getattr(self, key)!r}")
+        if self.trains == "lora" and self.rank is None:
+            raise ValueError("lora needs rank=r, a positive integer (the lora preset uses 8)")
+        if self.lora_alpha <= 0:
+            raise ValueError(f"lora_alpha must be > 0, got {self.lora_alpha!r}")
+        if self.lora_targets is not None and (isinstance(self.lora_targets, str) or not self.lora_targets):
+            raise ValueError(f"lora_targets must be a non-empty tuple of module names such as ('query', 'value'), "
+                             f"got {self.lora_targets!r}")
         if self.projection == "phm" and self.bottleneck % self.n:
             raise ValueError(
                 f"{self.name}: bottleneck={self.bottleneck} is not divisible by n={self.n}; "
@@ -104,14 +148,19 @@ class MethodConfig:
             )
 
     def to_dict(self):
-        d = asdict(self)
+        """The settings as JSON-able values; a baseline's own settings only for that baseline (ONLY_FOR)."""
+        d = {k: v for k, v in asdict(self).items() if ONLY_FOR.get(k, self.trains) == self.trains}
         d["positions"] = list(self.positions)
+        if d.get("lora_targets") is not None:
+            d["lora_targets"] = list(self.lora_targets)
         return d
 
     @classmethod
     def from_dict(cls, d):
         d = dict(d)
         d["positions"] = tuple(d.get("positions", ()))
+        if d.get("lora_targets") is not None:
+            d["lora_targets"] = tuple(d["lora_targets"])
         return cls(**d)
 
 
@@ -130,6 +179,12 @@ class MethodConfig:
 #                    adapter size is 24. Compacter++ keeps only the adapter after the FFN
 #   bitfit           BitFit (Ben Zaken, Ravfogel et al. 2021): biases + head; on T5 with the biases the
 #                    Compacter paper re-introduces (see inject.add_missing_biases)
+#   head-only        the feature-based baseline of Houlsby et al.'s Table 2: frozen body, trained classifier
+#   prompt-tuning    Lester et al. 2021 as run in the Compacter paper: 100 prompt tokens (§5.5);
+#                    prompt_init="random" is Prompt Tuning-R, "vocab" Prompt Tuning-T
+#   intrinsic-said   Aghajanyan et al. 2020 (SAID) as run in the Compacter paper: d' = 1,400 (§5.5)
+#   lora             Hu et al. 2021: r = 8 on the query and value projections, alpha = r (scale 1: their
+#                    "set alpha to the first r we try"); the head trains, as in their GLUE runs
 METHODS = {
     m.name: m
     for m in [
@@ -148,6 +203,11 @@ METHODS = {
         MethodConfig("compacter", projection="phm", n=4, rank=1, shared_rule=True, phm_init_range=1e-4),
         MethodConfig("compacter++", projection="phm", n=4, rank=1, shared_rule=True, phm_init_range=1e-4,
                      positions=("ffn",)),
+        # baselines that add something other than an adapter (issue 24)
+        MethodConfig("head-only", trains="head"),
+        MethodConfig("prompt-tuning", trains="prompt"),
+        MethodConfig("intrinsic-said", trains="intrinsic"),
+        MethodConfig("lora", trains="lora", rank=8, lora_alpha=8.0),
     ]
 }
 
@@ -170,4 +230,6 @@ def method(name_or_config, **overrides):
         raise ValueError(f"unknown setting(s) {unknown} for method {base.name!r}; valid settings: {sorted(known)}")
     if "positions" in overrides:
         overrides["positions"] = tuple(overrides["positions"])
+    if overrides.get("lora_targets") is not None and not isinstance(overrides["lora_targets"], str):
+        overrides["lora_targets"] = tuple(overrides["lora_targets"])
     return replace(base, **overrides)

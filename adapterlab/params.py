@@ -5,12 +5,22 @@ unique parameters (tied embeddings once), group the trainable ones, and divide b
 the size of the base model before adapt() -- the task head excluded, since every
 method needs one. Biases that BitFit adds to a bias-free model (T5) are trained
 parameters in the "backbone" (or "layernorm") group, but not part of the base.
+
+The baselines of issue 24 add three groups to the DESIGN contract's six: "prompt" (prompt tuning's
+n x d vectors), "intrinsic" (Intrinsic-SAID's theta and lambda, d' in all) and "lora" (LoRA's A and
+B). Like adapters, they are added parameters, so they are not part of base_total. Intrinsic-SAID's
+frozen pretrained tensors (now `<module>.parametrizations.<name>.original`) are still the base.
 """
 from dataclasses import dataclass, field
 
 from .inject import SHARED_RULE_NAME, head_parameter_names, is_layernorm
+from .intrinsic import IntrinsicSAID
+from .lora import LoRA
+from .prompt_tuning import PromptEmbedding
 
-GROUPS = ("adapter_weights", "adapter_biases", "shared", "layernorm", "head", "backbone")
+GROUPS = ("adapter_weights", "adapter_biases", "shared", "layernorm", "head", "backbone", "prompt", "intrinsic",
+          "lora")
+ADDED_MODULES = {PromptEmbedding: "prompt", IntrinsicSAID: "intrinsic", LoRA: "lora"}  # the baselines' own parameters
 
 
 @dataclass
@@ -47,9 +57,13 @@ def parameter_groups(model):
     head = head_parameter_names(model)
     layernorm = {f"{m_name}.{p_name}".lstrip(".") for m_name, m in model.named_modules() if is_layernorm(m)
                  for p_name, _ in m.named_parameters(recurse=False)}
+    added = {f"{m_name}.{p_name}".lstrip("."): ADDED_MODULES[type(m)] for m_name, m in model.named_modules()
+             if type(m) in ADDED_MODULES for p_name, _ in m.named_parameters(recurse=False)}
     groups = {}
     for name, p in model.named_parameters():  # unique parameters: a shared rule or tied weight once
-        if name == SHARED_RULE_NAME:
+        if name in added:
+            group = added[name]
+        elif name == SHARED_RULE_NAME:
             group = "shared"
         elif ".adapter." in name:
             group = "adapter_biases" if name.endswith("bias") else "adapter_weights"

@@ -34,16 +34,13 @@ from multiprocessing import get_context
 from pathlib import Path
 from unittest import mock
 
-from . import profiles, results
+from . import labels, profiles, results
 
 KERNEL = "python3"
 CHECKOUT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = CHECKOUT / "notebooks"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# files written beside the figures that are not figures themselves
-NOT_ARTIFACTS = {"plotly.min.js"}
-NOT_ARTIFACT_SUFFIXES = (".lock", ".tmp")
 # kernels of a batch run: matplotlib draws inline (so the HTML export shows the images) and plotly
 # emits its JSON (JupyterLab) plus HTML with plotly.js inlined once per notebook (the HTML export
 # then works offline); a notebook can still choose its own renderer.
@@ -276,29 +273,32 @@ def export_html(executed):
     return path
 
 
-# ---------------------------------------------------------------- which files a notebook wrote
+# ---------------------------------------------------------------- tables and figures, from the store
 
-def _snapshot(folders):
-    files = {}
-    for folder in folders:
-        if folder.is_dir():
-            for path in folder.rglob("*"):
-                if (path.is_file() and path.name not in NOT_ARTIFACTS and not path.name.endswith(NOT_ARTIFACT_SUFFIXES)
-                        and not path.name.startswith(".") and "checkpoints" not in path.parts):
-                    files[path] = path.stat().st_mtime
-    return files
+def _store_files(root, profile):
+    """{family: mtime of its store file} (0 when absent): a notebook trained when its family's changed."""
+    folder = root / "data" / "results" / profile
+    return {family: (folder / f"{family}.jsonl").stat().st_mtime if (folder / f"{family}.jsonl").exists() else 0
+            for family in labels.PLANNED}
 
 
-def _attribute(before, after, outcomes):
-    """Give each new or changed file to the notebook that was running when it was written (with
-    parallel jobs the windows overlap: then the notebook whose name the file mentions wins)."""
-    for path, mtime in sorted(after.items()):
-        if before.get(path) == mtime:
-            continue
-        running = [o for o in outcomes if o["start"] - 1 <= mtime <= o["end"] + 1] or outcomes
-        named = [o for o in running if _name(o["notebook"]) in path.name]
-        owner = (named or running)[0]
-        owner["figures" if "figures" in path.parts else "results"].append(str(path))
+def write_tables_and_figures(profile, outcomes):
+    """The tables of the chosen notebooks' families, rebuilt from the store and written (tables.write),
+    then every registered figure redrawn from the tables (figures.redraw). Each file is credited to the
+    notebook of its family, as the registry names it (labels.FAMILY_NOTEBOOK, figures.FIGURES)."""
+    from . import figures, tables
+
+    by_family = {labels.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem): o for o in outcomes if o["ok"]}
+    for family in labels.FAMILIES:
+        if family in by_family:
+            by_family[family]["results"] += [str(p) for p in tables.write(tables.get(family, profile, progress=False),
+                                                                          profile)]
+    stems = {stem: family for family, entry in figures.FIGURES.items() for stem in [*entry.png, *entry.html]}
+    for path in figures.redraw(profile):
+        family = next((f for stem, f in stems.items() if Path(path).stem.startswith(stem)), None)
+        owner = by_family.get("teaching" if family == "learning_curves" else family)
+        if owner is not None:
+            owner["figures"].append(str(path))
 
 
 # ---------------------------------------------------------------- the command
@@ -310,20 +310,14 @@ def _needs_gpu_message(profile):
 
 
 def _planned_runs(profile, root):
-    """Print the training runs `profile` implies (adapterlab.experiments.dry_run, which prints them
-    and returns {family: count, "total": n}); return the count, or None when not available."""
-    try:
-        from . import experiments
-    except ImportError as error:
-        print(f"planned training runs: not available yet (adapterlab.experiments cannot be imported: {error})")
-        return None
-    if not hasattr(experiments, "dry_run"):
-        print("planned training runs: not available yet (adapterlab.experiments.dry_run is missing)")
-        return None
+    """Print the training runs `profile` implies (costs.dry_run, which prints them and returns
+    {family: count, "total": n}); return the count."""
+    from . import costs
+
     saved = os.environ.get("ADAPTERLAB_OUT")
     os.environ["ADAPTERLAB_OUT"] = str(root)  # count what is cached where this run would write
     try:
-        counts = experiments.dry_run(profile, verbose=False)  # the plan as a table, not run by run
+        counts = costs.dry_run(profile, verbose=False)  # the plan as a table, not run by run
     finally:
         if saved is None:
             os.environ.pop("ADAPTERLAB_OUT")
@@ -446,7 +440,7 @@ def _train_first(profile, chosen, workers, since, env, progress):
     sweep's exit status (0 when no chosen notebook has a plan)."""
     from . import sweep as sweep_module
 
-    families = [sweep_module.NOTEBOOK_FAMILY[nb.stem[:2]] for nb in chosen if nb.stem[:2] in sweep_module.NOTEBOOK_FAMILY]
+    families = [labels.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in labels.NOTEBOOK_FAMILY]
     if since:
         print(f"retraining every run stored before {since}; after an interruption, resume with "
               f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
@@ -474,8 +468,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     since          an ISO time: records made before it count as missing (resumes an interrupted fresh
                    run: pass the time it printed); implies training first, as with workers
     out            write data/, figures/ and build/ under this directory (kernels get ADAPTERLAB_OUT)
-    dry_run        list what would run (and, where adapterlab.experiments.dry_run exists, the planned
-                   training runs) without running anything
+    dry_run        list what would run and the planned training runs (costs.dry_run), running nothing
     jobs           notebooks run in parallel worker processes (capped by the cores and the notebooks)
     timeout        seconds allowed per cell (None or 0: no limit)
     notebooks_dir  where the NN_name.ipynb files are (default: the checkout's notebooks/)
@@ -516,14 +509,13 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
         return 2
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    artifact_dirs = [root / "figures" / profile, root / "data" / "results" / profile]
     status = _train_first(profile, chosen, workers, since, env, progress) if train_first else 0
     if status:  # interrupted (130) or runs failed (1, named above): the notebooks would train them one by one
         print(f"regenerate: training stopped before the notebooks ran (status {status}); rerun with --since "
               f"{since} to resume" if since else f"regenerate: training stopped (status {status}); rerun to resume",
               file=sys.stderr)
         return status
-    before = _snapshot(artifact_dirs)
+    before = _store_files(root, profile)
     todo = [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=inject_fresh),
                        env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]
 
@@ -556,7 +548,13 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
         bar.close()
 
     outcomes.sort(key=lambda o: o["notebook"])
-    _attribute(before, _snapshot(artifact_dirs), outcomes)
+    after = _store_files(root, profile)
+    for o in outcomes:  # the store file a notebook's runs went to, when they added records
+        family = labels.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
+        if family and after[family] != before[family]:
+            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
+    with mock.patch.dict(os.environ, {k: v for k, v in env.items() if k == "ADAPTERLAB_OUT"}):
+        write_tables_and_figures(profile, outcomes)
     print(_table(outcomes, root))
     record_timings(out_dir, outcomes, fresh or since is not None, trained_dir=root / "data" / "results" / profile)
     print(f"executed notebooks and their HTML: {out_dir}")

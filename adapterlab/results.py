@@ -133,6 +133,35 @@ def config_key(config):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def atomic_write(path, data):
+    """Write text (str) or bytes to `path` so that a reader sees the old file or the new one, never half:
+    into a temp file beside it, fsync, rename over it, fsync the folder (a power cut could otherwise undo
+    the rename). Creates the folder. The project's one atomic write: the store, the CSVs, the sweep's
+    failure list and the saved adapters all go through it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the rename
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp, path)  # atomic: readers see the old or the new file
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
 # -----------------------------------------------------------------------------
 # the store
 
@@ -227,6 +256,11 @@ class ResultStore:
         entry = self._entries(family).get(config_key(config))
         return None if entry is None else copy.deepcopy(entry["record"])
 
+    def entry(self, config, family="runs"):
+        """The whole stored line for this config (key, schema, family, config, record, created), or None."""
+        entry = self._entries(family).get(config_key(config))
+        return None if entry is None else copy.deepcopy(entry)
+
     def records(self, family="runs"):
         """All usable entries (key, schema, family, config, record, created), in file order."""
         return copy.deepcopy(list(self._entries(family).values()))
@@ -266,32 +300,8 @@ class ResultStore:
                 out.append(line)
             if not placed:
                 out.append(new_line)
-            self._write_atomic(path, "".join(line + "\n" for line in out))
+            atomic_write(path, "".join(line + "\n" for line in out))
         return entry
-
-    @staticmethod
-    def _write_atomic(path, text):
-        """Write text to a temp file beside path, fsync, then rename it over path."""
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())  # the bytes are on disk before the rename
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-            os.replace(tmp, path)  # atomic: readers see the old or the new file
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        # make the rename itself durable (a power cut could otherwise undo it)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
     # --- the main entry point ---------------------------------------------------
 

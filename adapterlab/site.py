@@ -10,8 +10,15 @@ Sphinx and the theme are installed packages, and MathJax (django-static-mathjax)
 (plotly) are copied into the site, so it builds and works offline.
 
 Exercises: a cell tagged `solution` is shown collapsed behind a "Show solution" toggle (code
-cells: source and output; markdown cells: their text). Cells tagged `hide-input`, `hide-cell`
-or `remove-cell` behave as myst-nb documents.
+cells: source and output; markdown cells: their text). The check cell right below a solution
+(`check("...", answer)`) goes into the same fold, since its output -- "[PASS] ... a slope of
+2.00" -- would give the answer away under a folded solution. Cells tagged `hide-input`,
+`hide-cell` or `remove-cell` behave as myst-nb documents.
+
+Outputs show no path of the machine that ran them: an absolute path (the checkout's, a temporary
+output folder's, a site-packages folder in a warning) loses its prefix up to the project's own
+folders (figures/, data/, build/, notebooks/) or up to site-packages/; any other path under a
+machine's folders (/tmp, /home, ...: a temporary folder named in an error) keeps only its name.
 """
 import argparse
 import json
@@ -29,6 +36,15 @@ SITE_SOURCES = regenerate.CHECKOUT / "site"
 SOLUTION = "solution"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']?(https?:)?//[^>]*>\s*</script>", re.I)
+# the machine-specific start of an absolute path: everything before the project's own folders, or
+# up to a Python installation's lib/pythonX.Y/ (a warning's source file); the lookbehind leaves URLs,
+# fractions (3/4) and units (it/s) alone
+MACHINE_PREFIX = re.compile(r"(?<![\w.~/:-])/(?:[^\s/'\"<>():]+/)*?"
+                            r"(?:(?=(?:figures|data|build|notebooks)/)|lib/python3\.\d+/)")
+# any other path under a machine's own folders (a temporary folder in an error message): its name only
+MACHINE_FOLDERS = re.compile(r"(?<![\w.~/:-])/(?:tmp|var|private|home|Users|root|work|mnt|srv|opt)/"
+                             r"(?:[^\s/'\"<>():]+/)*(?=[^\s/'\"<>():])")
+CHECK_CALL = re.compile(r"\bcheck\(\s*[\"']\d\d\.\w+[\"']")
 # what the site copies from the MathJax package: the one combined component, its fonts, the
 # TeX extensions it loads on demand, and the accessibility parts its menu loads
 MATHJAX_PARTS = ["tex-mml-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "a11y", "sre", "ui"]
@@ -71,13 +87,45 @@ def timings(notebooks, files=(), from_scratch=None):
     return merged
 
 
+def without_machine_paths(text):
+    """`text` with every absolute path cut to what names it in any checkout:
+    '/work/main/figures/default/x.png' -> 'figures/default/x.png'."""
+    return MACHINE_FOLDERS.sub("", MACHINE_PREFIX.sub("", text))
+
+
+def _fold_checks_into_solutions(nb):
+    """Move each check cell that follows a solution into that solution's cell (source and outputs),
+    so that "Show solution" reveals both and a folded solution hides its PASS line too."""
+    cells, previous = [], None
+    for cell in nb.cells:
+        if (cell.cell_type == "code" and CHECK_CALL.search(cell.source) and previous is not None
+                and previous.cell_type == "code" and SOLUTION in previous.metadata.get("tags", [])):
+            previous.source = previous.source.rstrip("\n") + "\n\n" + cell.source
+            previous.outputs = [*previous.get("outputs", []), *cell.get("outputs", [])]
+            previous = None  # one check per solution
+            continue
+        cells.append(cell)
+        previous = cell
+    nb.cells = cells
+
+
+def _strip_paths(output):
+    if "text" in output:
+        output["text"] = without_machine_paths("".join(output["text"]))
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("text/") and isinstance(value, (str, list)):
+            output["data"][mime] = without_machine_paths("".join(value))
+
+
 def prepare(nb):
-    """The notebook as the site shows it: solutions collapsed, no network, no inlined plotly.js.
+    """The notebook as the site shows it: solutions (with their checks) collapsed, no machine paths,
+    no network, no inlined plotly.js.
 
     The kernel's one-off output that inlines plotly.js (4.8 MB) is dropped, since every page
     loads the shared copy; scripts from CDNs (plotly adds MathJax's) are dropped, as are widget
     views, which need a live kernel (their text fallback, e.g. a progress bar's, stays)."""
     nb.metadata.pop("widgets", None)
+    _fold_checks_into_solutions(nb)
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
         if SOLUTION in tags and cell.cell_type == "code":
@@ -98,6 +146,7 @@ def prepare(nb):
                     data["text/html"] = EXTERNAL_SCRIPT.sub("", html)
                 if not data:
                     continue
+            _strip_paths(output)
             outputs.append(output)
         if cell.cell_type == "code":
             cell.outputs = outputs
@@ -134,38 +183,63 @@ def _seconds(seconds):
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
-def _duration(kinds):
-    """'20 s (cached results), 31 min (training)' for one device's entries, or 'not measured'."""
+def _redraw_and_training(kinds, stores_runs):
+    """(redraw, train) cells of one notebook on one kind of machine: how long a run took that read the
+    committed results, and how long training its runs took, each saying what it measured ("—": no
+    such run recorded). A notebook that stores no runs (01, 02) computes everything on every run, so
+    its one time is the first cell, and a run recorded as "trained" is a run like any other."""
     kinds = dict(kinds or {})
-    if "from_scratch" in kinds:
-        kinds.pop("training", None)  # a run that trained may have trained only what was missing
-    parts = [f"{_seconds(kinds[kind]['seconds'])} ({label})" for kind, label in
-             (("cached", "cached results"), ("from_scratch", "from scratch"), ("training", "training"))
-             if kind in kinds]
-    return ", ".join(parts) or "not measured"
+    redraw = kinds.get("cached") or (None if stores_runs else kinds.get("training"))
+    if not stores_runs:
+        train = "— (stores no runs)"
+    elif "from_scratch" in kinds:  # a run that trained may have trained only what was missing
+        train = f"{_seconds(kinds['from_scratch']['seconds'])} (sum of its stored runs)"
+    elif "training" in kinds:
+        train = f"{_seconds(kinds['training']['seconds'])} (last run that trained)"
+    else:
+        train = "—"
+    return (_seconds(redraw["seconds"]) if redraw else "—"), train
 
 
-def landing_page(notebooks, times, profile):
+def landing_page(notebooks, times, profile, stores_runs=None):
     """index.md: the hand-written introduction, then the notebooks in order with their summaries
-    and the time each took in the last recorded run, on CPU and on GPU."""
+    and the times recorded for them: redrawing from the committed results, and training their runs.
+    `stores_runs`: the notebooks that train and store runs (default: those of labels.NOTEBOOK_FAMILY).
+    GPU columns appear only when some GPU time is recorded; otherwise one sentence says why not."""
+    if stores_runs is None:
+        from .labels import NOTEBOOK_FAMILY
+
+        stores_runs = set(NOTEBOOK_FAMILY)
     intro = (SITE_SOURCES / "intro.md").read_text()
-    rows = ["| # | Notebook | CPU | GPU |", "|---|---|---|---|"]
+    devices = ["cpu"] + (["gpu"] if any("gpu" in per for per in times.values()) else [])
+    header = ["#", "Notebook"] + [f"{what} ({device.upper()})" for device in devices
+                                  for what in ("From the committed results", "Training its runs")]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     order = []
     for stem in notebooks:
         title, summary = _title_and_summary(nbformat.read(notebooks[stem], as_version=4))
         title = re.sub(r"^\d+\s*[·.:-]\s*", "", title) or stem
         order.append(f"{len(order) + 1}. [{title}]({stem}.ipynb){': ' + summary if summary else ''}")
-        per = times.get(stem, {})
-        rows.append(f"| {stem[:2]} | [{title}]({stem}.ipynb) | {_duration(per.get('cpu'))} | {_duration(per.get('gpu'))} |")
+        cells = [cell for device in devices
+                 for cell in _redraw_and_training(times.get(stem, {}).get(device), stem in stores_runs)]
+        rows.append(f"| {stem[:2]} | [{title}]({stem}.ipynb) | " + " | ".join(cells) + " |")
+    gpu_note = ("" if "gpu" in devices else
+                " All times are CPU times: no run of these notebooks on a GPU has been recorded yet, so there is "
+                "no GPU column (a run with a GPU records its times beside these).")
+    plain = [stem[:2] for stem in notebooks if stem not in stores_runs]
+    plain_note = (f" {'Notebooks' if len(plain) > 1 else 'Notebook'} {', '.join(plain[:-1])}"
+                  f"{' and ' if len(plain) > 1 else ''}{plain[-1]} {'store' if len(plain) > 1 else 'stores'} no runs: "
+                  "everything shown is computed on every run, so the first column is the whole cost." if plain else "")
     toc = "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 1", "", *notebooks, "```"])
     return "\n\n".join([
         intro.rstrip(), "## In order", "\n".join(order),
-        f"## How long each notebook takes\n\nMeasured by `python -m adapterlab regenerate --profile {profile}` on each "
-        "kind of machine: \"cached results\", the last run that only read the committed results and redrew; "
-        "\"from scratch\", what the notebook's stored training runs took to make, summed from their records in "
-        f"`data/results/{profile}/` (as the notebook's first cell and the README print it); \"training\", where "
-        "that sum is not available, the last run that trained (with `--fresh`, or because results were missing; "
-        f"recorded in `data/results/{profile}/timings.json`). \"not measured\": no such run was recorded.",
+        f"## How long each notebook takes\n\nMeasured by `python -m adapterlab regenerate --profile {profile}`. "
+        "\"From the committed results\": the last run that only read the stored results and redrew the "
+        "figures (what `make figures` costs). \"Training its runs\": what training the notebook's stored runs "
+        f"took, summed from their records in `data/results/{profile}/` (as the notebook's first cell and the "
+        "README print it), or else the last run that trained (with `--fresh`, or because results were missing; "
+        f"recorded in `data/results/{profile}/timings.json`).{plain_note} Times of the same work vary with the "
+        "machine's load; \"—\": no such run was recorded." + gpu_note,
         "\n".join(rows), toc]) + "\n"
 
 

@@ -4,7 +4,7 @@
     python -m adapterlab sweep --profile paper --executor ray --address auto   # a Ray cluster
     python -m adapterlab sweep --profile smoke --only 05,07 --max-parallel 2
 
-The runs come from experiments.plan(), the same planner the notebooks and `regenerate --dry-run`
+The runs come from planning.plan(), the same planner the notebooks and `regenerate --dry-run`
 use, so a sweep trains exactly what the notebooks would; afterwards the notebooks redraw from the
 store and train nothing. Design choices, and why:
 
@@ -13,9 +13,10 @@ store and train nothing. Design choices, and why:
   as ever). A Ray cluster therefore needs no shared filesystem, and two workers never race on a file.
 - Layer removal has a second stage (scoring every span of removed adapters on the best run). The
   sweep trains the runs and stores each adapter in the store's checkpoint folder; notebook 04 (or
-  experiments.layer_removal) scores the spans from that checkpoint: evaluation only, no training.
-- Plans may grow (param_performance picks a learning rate on its first seed before planning the
-  others), so the sweep re-plans after each wave until nothing new is missing.
+  tables.layer_removal) scores the spans from that checkpoint: evaluation only, no training.
+- Learning rates chosen on validation are a second stage: the first wave trains the grids (and
+  every run that needs no choice); then planning.plan_from chooses on the stored grids and the sweep
+  trains what the choices add. The sweep depends on planning (and running.run_one) only.
 - A run that raises is recorded in <results>/sweep_failures.json with its error and the sweep goes
   on; the exit status is 1 and the summary names every failure. A rerun retries failed runs (they
   are not in the store), and a success removes them from the file. A worker that dies (killed,
@@ -29,7 +30,6 @@ when the cluster has GPUs). Records made before ADAPTERLAB_FRESH_SINCE count as 
 which is how `regenerate --fresh --workers N` retrains everything and resumes after an interruption.
 """
 import datetime
-import math
 import json
 import os
 import signal
@@ -45,13 +45,12 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import experiments as ex
+from . import planning
 from . import profiles as profiles_module
 from .inject import ADAPTER_CONFIG
-from .results import ResultStore, config_key
+from .labels import PLANNED, STREAM, family_of
+from .results import WORKERS_ENV, ResultStore, atomic_write, config_key
 
-NOTEBOOK_FAMILY = {"03": "teaching", "04": "layer_removal", "05": "init_scale", "06": "param_performance",
-                   "07": "low_resource"}
 FAILURES = "sweep_failures.json"
 
 
@@ -70,37 +69,67 @@ class Run:
 
     def spec(self, profile):
         """What a worker needs, as plain data (it travels to other processes and machines)."""
-        return {"config": self.config.to_dict(), "eval_size": ex.eval_size(profile, self.family),
-                "save": ex.keeps_adapter(profile, self.family, self.config)}  # 03 swaps it, 04 scores spans
+        return {"config": self.config.to_dict(), "eval_size": planning.eval_size(profile, self.family),
+                "save": planning.keeps_adapter(profile, self.family, self.config)}  # 03 swaps it, 04 scores spans
+
+    def store(self, store, result, profile):
+        _store_result(store, self, result)
 
     def __str__(self):
-        return f"{self.family} {self.id}: {ex.describe(self.config)}"
+        return f"{self.family} {self.id}: {planning.describe(self.config)}"
+
+
+@dataclass(frozen=True)
+class StreamRun:
+    """One step of notebook 08's stream (stream.Step), scheduled like a Run: its worker spec carries the
+    files it reads, and the driver stores what it returns (stream.store_result)."""
+    step: object
+    family = STREAM
+
+    @property
+    def id(self):
+        return self.step.id
+
+    @property
+    def key(self):
+        return self.step.key
+
+    def spec(self, profile):
+        from . import stream  # torch: only where stream steps are scheduled
+
+        return {**stream.worker_spec(self.step, profile), "stream": True}
+
+    def store(self, store, result, profile):
+        from . import stream
+
+        stream.store_result(store, self.step, result, profile)
+
+    def __str__(self):
+        return f"{STREAM} {self.id}: {self.step}"
 
 
 def families(only=None):
     """The families of `only` ("04,06", "layer_removal", a list); every planned one (03-07) for None."""
     if not only:
-        return list(ex.PLANNED)
+        return [*PLANNED, STREAM]
     tokens = only.split(",") if isinstance(only, str) else [str(t) for t in only]
-    chosen = set()
-    for token in (t.strip() for t in tokens if t.strip()):
-        number = token.zfill(2) if token.isdigit() else token[:2]
-        family = NOTEBOOK_FAMILY.get(number, token if token in ex.PLANNED else None)
-        if family is None:
-            choices = ", ".join(f"{n} ({f})" for n, f in NOTEBOOK_FAMILY.items())
-            raise ValueError(f"no experiment {token!r} to sweep; choose among {choices}")
-        chosen.add(family)
-    return [f for f in ex.PLANNED if f in chosen]
+    chosen = {family_of(t) for t in tokens if t.strip()}
+    return [f for f in (*PLANNED, STREAM) if f in chosen]
 
 
 def missing(profile, only=None, skip=()):
     """The planned runs the store does not hold (nor listed in `skip`, a set of run ids), in plan order."""
-    p = ex._profile(profile)
+    p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p))
     runs = []
     for family in families(only):
-        for config in ex.plan(p, family):
-            run = Run(family, ex.run_key(config, p, family), config)
+        if family == STREAM:  # the steps ready now; the driver's re-planning loop adds the next arrivals
+            from . import stream
+
+            runs += [StreamRun(step) for step in stream.missing(p, store) if step.id not in skip]
+            continue
+        for config in planning.plan_from(p, family, planning.store_lookup(store, p, family)):
+            run = Run(family, planning.run_key(config, p, family), config)
             if run.id not in skip and store.get(run.key, family) is None:
                 runs.append(run)
     return list({r.id: r for r in runs}.values())  # the same run planned twice trains once
@@ -111,11 +140,16 @@ def missing(profile, only=None, skip=()):
 def train_run(spec):
     """Train one run (in a worker process or a Ray task): {"record", "files"}, files being the saved
     adapter as {name: bytes} when spec["save"], so the driver can store it without a shared disk."""
+    if spec.get("stream"):  # a step of notebook 08's stream
+        from .stream import run_step
+
+        return run_step(spec)
+    from .running import run_one  # torch and the models: in the worker only
     from .train import RunConfig
 
     config = RunConfig.from_dict(spec["config"])
     with tempfile.TemporaryDirectory() as tmp:
-        record = ex.run_one(config, spec["eval_size"], save_to=tmp if spec["save"] else None)
+        record = run_one(config, spec["eval_size"], save_to=tmp if spec["save"] else None)
         files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
     return {"record": record, "files": files}
 
@@ -202,7 +236,7 @@ class LocalExecutor:
 
 def _pin(device, threads=None, workers=1):
     """Worker start-up: see only its own GPU (or use `threads` CPU threads); say how many runs share
-    the machine (records keep it: experiments.run_one); leave Ctrl-C to the driver, which stops us
+    the machine (records keep it: running.run_one); leave Ctrl-C to the driver, which stops us
     cleanly."""
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = device
@@ -210,7 +244,7 @@ def _pin(device, threads=None, workers=1):
         import torch
 
         torch.set_num_threads(threads)
-    os.environ[ex.WORKERS_ENV] = str(workers)
+    os.environ[WORKERS_ENV] = str(workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -233,7 +267,7 @@ class RayExecutor:
         # retry_exceptions=False: a run that raises fails at once; only a lost worker is retried
         self.slots = max(1, min(max_parallel or 10**6, gpus or int(resources.get("CPU", 1))))
         # records count run_seconds / workers as a run's share of the sweep's wall time
-        workers_env = {"env_vars": {ex.WORKERS_ENV: str(self.slots)}}
+        workers_env = {"env_vars": {WORKERS_ENV: str(self.slots)}}
         self.task = ray.remote(max_retries=retries, retry_exceptions=False, runtime_env=workers_env, **need)(worker)
         self.running = {}  # ObjectRef -> spec
 
@@ -276,9 +310,8 @@ class Failures:
             return  # nothing recorded, nothing to rewrite
         if error is not None:
             when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            self.entries[run.id] = {"family": run.family, "run": ex.describe(run.config), "error": error, "when": when}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        ResultStore._write_atomic(self.path, json.dumps(self.entries, indent=1, sort_keys=True) + "\n")
+            self.entries[run.id] = {"family": run.family, "run": str(run), "error": error, "when": when}
+        atomic_write(self.path, json.dumps(self.entries, indent=1, sort_keys=True) + "\n")
 
 
 def _store_result(store, run, result):
@@ -287,9 +320,7 @@ def _store_result(store, run, result):
     if result["files"]:
         folder = store.checkpoint_dir(run.key)
         for name, data in sorted(result["files"].items(), key=lambda item: item[0] == ADAPTER_CONFIG):
-            tmp = folder / f".{name}.tmp"
-            tmp.write_bytes(data)
-            tmp.replace(folder / name)  # atomic, like the store's own writes
+            atomic_write(folder / name, data)
     store.put(run.key, result["record"], run.family)
 
 
@@ -298,7 +329,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     """Train every planned run of `profile` (families of `only`) that the store lacks; return the
     exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume)."""
     file = file or sys.stdout
-    p = ex._profile(profile)
+    p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p))
     failures = Failures(store.root)
     attempted, failed = set(), []
@@ -328,13 +359,13 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
                 spec, result, error = pool.next_done()
                 run = by_id[spec["id"]]
                 if error is None:
-                    _store_result(store, run, result)
+                    run.store(store, result, p)
                 else:
                     failed.append((run, error))
                 failures.set(run, error)
                 bar.update()
                 bar.set_postfix(running=len(pool.running), failed=len(failed), left=len(queue), refresh=False)
-            todo = missing(p, only, skip=attempted)  # a grown plan (next stage) has new runs
+            todo = missing(p, only, skip=attempted)  # the choices on the stored grids add runs
             bar.total += len(todo)
             bar.refresh()
     except KeyboardInterrupt:
@@ -345,6 +376,10 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
         return 130
     bar.close()
     pool.close()
+    if STREAM in families(only):  # the sequential learner's intermediate models nobody needs any more
+        from . import stream
+
+        stream.prune(p, store)
     ok = len(attempted) - len(failed)
     print(f"sweep {p.name}: {ok} trained, {len(failed)} failed in {time.time() - start:.0f} s "
           f"(results in {store.root})", file=file)
@@ -353,99 +388,3 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     if failed:
         print(f"{len(failed)} failed runs are listed in {failures.path}; a rerun retries them", file=file)
     return 1 if failed else 0
-
-
-# ----------------------------------------------------------------------------- what a plan costs
-
-# The papers' backbones: blocks per stack, width, feed-forward width, vocabulary (their configs)
-SHAPES = {"bert-base-uncased": dict(encoder=12, decoder=0, d=768, ff=3072, vocab=30522),
-          "t5-base": dict(encoder=12, decoder=12, d=768, ff=3072, vocab=32128)}
-# No GPU was at hand to time steps, so costs come from FLOPs on an assumed GPU: an A100's dense bf16
-# peak at 30% utilisation (small models and short sequences keep it far from peak)
-GPU_FLOPS, UTILISATION = 312e12, 0.30
-ANSWER_TOKENS = 4  # a T5 target ("entailment", "3.4") plus end-of-sequence, roughly
-VALIDATION_CAP = 2000  # tasks.py: validation is 10% of GLUE's train split, at most 2,000 examples
-
-
-def forward_flops(shape, tokens):
-    """Matmul FLOPs of one example's forward pass: 2 per weight per token, plus attention's T^2 terms."""
-    d, ff = shape["d"], shape["ff"]
-    encoder = shape["encoder"] * (2 * tokens * (4 * d * d + 2 * d * ff) + 4 * tokens * tokens * d)
-    decoder = shape["decoder"] * 2 * ANSWER_TOKENS * (8 * d * d + 2 * d * ff)
-    head = 2 * ANSWER_TOKENS * d * shape["vocab"] if shape["decoder"] else 0
-    return encoder + decoder + head
-
-
-def backward_factor(config):
-    """Backward FLOPs as a multiple of forward: 2 when all weights train (input and weight gradients),
-    2k/L for top-k (only the top k blocks are back-propagated), else 1 (input gradients through the
-    frozen stack down to the first adapter / LayerNorm; the few trained weights add little)."""
-    from .methods import method
-
-    m = method(config.method, **config.method_args)
-    if m.trains == "all":
-        return 2.0
-    if m.trains == "top-k":
-        return 2.0 * m.k / SHAPES[config.backbone]["encoder"]
-    return 1.0
-
-
-def gpu_seconds(config):
-    """Estimated seconds of one run on the assumed GPU; None for backbones without a known shape.
-    Every example is counted at max_length tokens: an upper bound (batches are length-bucketed)."""
-    shape = SHAPES.get(config.backbone)
-    if shape is None:
-        return None
-    t, task = config.train, config.task.split(":")[0]
-    n_train = config.train_size or ex.train_split_size(task)
-    steps = t.max_steps or math.ceil(t.epochs * math.ceil(n_train / t.batch_size))
-    evaluations = math.ceil(steps / (t.eval_every or math.ceil(n_train / t.batch_size)))
-    n_validation = min(VALIDATION_CAP, round(ex.train_split_size(task) / 9))  # GLUE: a tenth of train
-    forward = forward_flops(shape, config.max_length)
-    flops = steps * t.batch_size * forward * (1 + backward_factor(config)) + (evaluations + 1) * n_validation * forward
-    return flops / (GPU_FLOPS * UTILISATION)
-
-
-def plan_table(profile, only=None):
-    """One row per (family, model, task, method): the grid it sweeps, seeds, runs, runs stored, and
-    GPU-hours (estimated from FLOPs; measured train_seconds for runs already stored)."""
-    import pandas as pd
-
-    p = ex._profile(profile)
-    store = ResultStore(profiles_module.results_dir(p))
-    rows = []
-    for family in families(only):
-        for c in ex.plan(p, family):
-            record = store.get(ex.run_key(c, p, family), family)
-            seconds = record["train_seconds"] if record else gpu_seconds(c)
-            setting = {"lr": c.train.lr, "epochs" if not c.train.max_steps else "steps": c.train.max_steps or c.train.epochs,
-                       **c.method_args, **({"train_size": c.train_size} if c.train_size else {})}
-            rows.append(dict(family=family, model=c.backbone, task=c.task, method=c.method, seed=c.train.seed,
-                             setting=setting, stored=record is not None, hours=None if seconds is None else seconds / 3600))
-    groups = []
-    for (family, model, task, name), g in pd.DataFrame(rows).groupby(["family", "model", "task", "method"], sort=False):
-        values = {}
-        for setting in g["setting"]:
-            for k, v in setting.items():
-                values.setdefault(k, set()).add(v)
-        grid = " ".join(f"{k}={'/'.join(f'{v:g}' for v in sorted(vs))}" for k, vs in values.items())
-        hours = g["hours"].sum() if g["hours"].notna().all() else float("nan")
-        groups.append(dict(family=family, model=model, task=task, method=name, grid=grid,
-                           seeds=",".join(str(s) for s in sorted(set(g["seed"]))), runs=len(g),
-                           stored=int(g["stored"].sum()), gpu_hours=round(hours, 2)))
-    return pd.DataFrame(groups)
-
-
-def print_plan(profile, only=None, file=None):
-    """The plan table and its total: what `regenerate --dry-run` shows."""
-    table = plan_table(profile, only)
-    if not len(table):
-        return table
-    print(table.to_string(index=False, max_colwidth=70), file=file)
-    total = table["gpu_hours"].sum()
-    if table["gpu_hours"].notna().all():
-        print(f"estimated cost: {total:,.0f} GPU-hours for {table['runs'].sum():,} runs "
-              f"(from FLOPs, every example at max_length tokens on a GPU of "
-              f"{GPU_FLOPS / 1e12:.0f} TFLOP/s at {UTILISATION:.0%} utilisation, an A100's bf16 peak; "
-              f"measured train_seconds for stored runs)", file=file)
-    return table

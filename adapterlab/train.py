@@ -5,13 +5,13 @@
 The loop: AdamW on the parameters the method left trainable, linear warmup then
 linear decay, gradient clipping, evaluation every epoch (or every N steps),
 keep the best state on validation, test that state once at the end. Every run also gets a
-convergence verdict from its curve (`convergence`, the project's one rule).
+convergence verdict from its curve (`convergence`, the project's one rule) and the rule's version.
 """
 import math
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import psutil
@@ -19,11 +19,14 @@ import torch
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from . import stats
 from . import tasks as task_registry
 from .backbones import load_backbone
-from .inject import adapt
+from .inject import adapt, save_adapter
 from .methods import method
 from .params import count_parameters
+from .prompt_tuning import check_room
+from .stats import paired_difference  # noqa: F401  (moved to stats; train.paired_difference still works)
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -131,17 +134,20 @@ def score_candidates(model, inputs, candidates, device):
     return torch.stack(scores, dim=1).argmax(dim=1)
 
 
-def evaluate(model, batches, task, device, precision="fp32", candidates=None, with_correct=False):
-    """The task's metrics on one split (`batches` of its encoded rows); with_correct=True also returns
-    which examples it got right (correct_bits; None unless the task's metric is accuracy)."""
+def evaluate(model, batches, task, device, precision="fp32", candidates=None):
+    """The task's metrics on one split (`batches` of its encoded rows): {metric name: value}."""
+    return evaluate_examples(model, batches, task, device, precision, candidates)[0]
+
+
+def evaluate_examples(model, batches, task, device, precision="fp32", candidates=None):
+    """(metrics, correct): the task's metrics on one split and which examples it got right
+    (correct_bits; None unless the task's metric is accuracy: the bits are accuracy's, not MCC's or F1's)."""
     preds = predict(model, batches, device, precision, candidates)
     if candidates is not None and task.kind == "regression":
         preds = preds / 5.0  # candidate index i is the score i * 0.2
     labels = np.asarray(batches.split["label"] if "label" in batches.split.column_names else batches.split["labels"])
     metrics = task.compute_metrics(preds, labels)
-    if not with_correct:
-        return metrics
-    if task.kind == "regression" or task.metric != "accuracy":  # the bits are accuracy's, not MCC's or F1's
+    if task.kind == "regression" or task.metric != "accuracy":
         return metrics, None
     classes = preds if preds.ndim == 1 else preds.argmax(-1)  # rank-classification indices or logits
     return metrics, correct_bits(classes == labels)
@@ -151,45 +157,33 @@ def correct_bits(correct):
     """Which examples a checkpoint got right, as the hex of the packed bits (125 bytes per 1,000).
 
     Two checkpoints scored on the same examples differ only where one is right and the other wrong,
-    so their difference has a much smaller noise than two independent scores: paired_difference."""
+    so their difference has a much smaller noise than two independent scores: stats.paired_difference."""
     return np.packbits(np.asarray(correct, dtype=bool)).tobytes().hex()
 
 
-def paired_difference(a, b, n):
-    """(accuracy of b - accuracy of a, its standard error) from two checkpoints' correct_bits on the same
-    n examples: the mean of the per-example differences (+1, 0, -1), d = (b_only - a_only) / n, and
-    SE = sqrt(((b_only + a_only) / n - d^2) / (n - 1)): only the examples they disagree on count."""
-    bits_a = np.unpackbits(np.frombuffer(bytes.fromhex(a), dtype=np.uint8))[:n].astype(bool)
-    bits_b = np.unpackbits(np.frombuffer(bytes.fromhex(b), dtype=np.uint8))[:n].astype(bool)
-    only_b, only_a = int((bits_b & ~bits_a).sum()), int((bits_a & ~bits_b).sum())
-    d = (only_b - only_a) / n
-    return d, math.sqrt(max(0.0, (only_b + only_a) / n - d * d) / (n - 1))
-
-
 # ----------------------------------------------------------------------------- convergence
-# The one convergence rule of the project (experiments.py and the notebooks use this function):
-# a run has converged when
-#   1. it plateaued: its best validation score in the last CONVERGENCE["tail"] of its steps beats the best
-#      before them by less than CONVERGENCE["plateau"] (a fraction: 0.01 = one point) or by less than
-#      CONVERGENCE["noise_se"] x the paired standard error of that gain (paired_difference of the two
-#      checkpoints on the same validation examples). Why the second clause: on 1,000 tweets that SE is
-#      0.5-1.5 points, so a run that has stopped improving shows "gains" above one point by chance alone;
-#      a gain counts only when the validation set can tell it from noise. Curves without per-example
-#      records (older ones) have no SE and get the one-point threshold alone;
-#   2. it learned more than the class mix: its final training loss (the mean over the last evaluation
-#      interval) is under CONVERGENCE["loss_ratio"] x the entropy of the training labels, which is the loss of
-#      a model that predicts only the class frequencies (0.91 nats for airline tweets).
-# A run with fewer than two evaluations shows no plateau, so it has not converged; without an entropy
-# (regression, text-to-text targets) only rule 1 applies.
-CONVERGENCE = {"plateau": 0.01, "noise_se": 2, "tail": 1 / 3, "loss_ratio": 0.8}
-CONVERGENCE_RULE = ("validation improved < max({plateau:g}, {noise_se:g} paired SE) over the last {tail:.0%} of "
-                    "steps and final train loss < {loss_ratio:g} x class entropy").format(**CONVERGENCE)
-
-
-def plateau_threshold(se, rule=CONVERGENCE):
-    """The gain rule 1 tolerates: one point, or noise_se x the gain's paired SE when that is larger (None
-    or NaN -- no per-example record -- leaves the one point)."""
-    return rule["plateau"] if se is None or math.isnan(se) else max(rule["plateau"], rule["noise_se"] * se)
+# The one convergence rule of the project (train() stamps every record with its verdict and version; tables
+# write the stored verdict, never a recomputed one). Version CONVERGENCE_RULE_VERSION = 3, fixed (issue 27)
+# before the runs it judges. A run has converged when
+#   (a) PLATEAU: it has shown that it stopped improving. Its last-third gain is the best validation score in
+#       the last CONVERGENCE["tail"] of its steps minus the best before them; its SE is paired (the two
+#       checkpoints' correct bits on the same validation examples: stats.paired_difference). The gain's
+#       one-sided 95% upper confidence bound, gain + 1.645 x SE, must lie below stats.MARGIN (1.5 points, the
+#       project's one "difference worth seeing"). A gain that cannot be measured (no per-example bits, fewer
+#       than two evaluations) never counts as a plateau: the burden of proof is on "it stopped";
+#   (b) LEARNED: its final training loss (the mean over the last evaluation interval) is under
+#       CONVERGENCE["loss_ratio"] x the entropy of the training labels, the loss of predicting only the class
+#       frequencies (0.91 nats for airline tweets); without an entropy (regression, text-to-text) (a) decides.
+# Earlier versions, kept so that stored verdicts are read as what they were (never silently relabelled):
+#   1  (until 2026-12-02 00:15 UTC) plateau when the gain was below one point, whatever its noise;
+#   2  (commit dbca7ac, 2026-12-02 00:15 UTC, to issue 27) plateau when the gain was below max(1 point, 2 paired
+#      SE): a gain too small to measure counted as a plateau, so 14 runs still rising passed.
+CONVERGENCE_RULE_VERSION = 3
+RULE_2_SINCE = "2026-12-02T00:15:25+00:00"  # records created before this were judged by rule 1
+CONVERGENCE = {"margin": stats.MARGIN, "z": stats.Z_ONE_SIDED, "tail": 1 / 3, "loss_ratio": 0.8}
+CONVERGENCE_RULE = (f"rule {CONVERGENCE_RULE_VERSION}: the last-third validation gain + {CONVERGENCE['z']:.3f} "
+                    f"paired SE < {CONVERGENCE['margin'] * 100:g} points (a gain without per-example bits never "
+                    f"counts) and final train loss < {CONVERGENCE['loss_ratio']:g} x class entropy")
 
 
 def class_entropy(labels):
@@ -199,26 +193,55 @@ def class_entropy(labels):
     return float(-(p * np.log(p)).sum())
 
 
-def convergence(curve, entropy=None, rule=CONVERGENCE):
-    """The convergence verdict of a run from its curve: {"converged", "final_train_loss", "plateau_gain",
-    "plateau_se"}. plateau_se is the standard error of plateau_gain as a paired difference of the two
-    checkpoints compared (paired_difference; None when the curve lacks their correct_bits): how much of
-    a gain is the noise of the validation set (rule 1 above)."""
-    final_loss = curve[-1]["train_loss"] if curve else None
+def _missing(x):
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def converged(gain, se, final_loss, entropy=None, rule=CONVERGENCE):
+    """The rule's verdict from its four numbers (what a record or a table row keeps): (a) the gain's one-sided
+    95% upper bound below the margin (stats.gain_below_margin; False when gain or se is missing) and (b)
+    final_loss below loss_ratio x entropy."""
+    if _missing(gain) or _missing(se):
+        return False
+    plateaued = stats.gain_below_margin(gain, se, rule["margin"])
+    learned = _missing(entropy) or (not _missing(final_loss) and final_loss < rule["loss_ratio"] * entropy)
+    return bool(plateaued and learned)
+
+
+def last_third_gain(curve, rule=CONVERGENCE):
+    """(gain, se) of a curve: the best validation in the last `tail` of the steps minus the best before
+    (the first best, as train keeps it), and the paired SE of the two checkpoints (None without their
+    correct bits); (None, None) with fewer than two evaluations."""
     if len(curve) < 2:
-        return {"converged": False, "final_train_loss": final_loss, "plateau_gain": None, "plateau_se": None}
+        return None, None
     cut = (1 - rule["tail"]) * curve[-1]["step"]
     n_before = max(1, sum(p["step"] <= cut for p in curve))  # at least one point on each side
-    before = max(curve[:n_before], key=lambda p: p["validation"])  # the first best, as train keeps it
+    before = max(curve[:n_before], key=lambda p: p["validation"])
     after = max(curve[n_before:], key=lambda p: p["validation"])
-    gain = after["validation"] - before["validation"]
     se = None
     if "correct" in before and "correct" in after:
-        se = paired_difference(before["correct"], after["correct"], before["examples"])[1]
-    plateaued = gain < plateau_threshold(se, rule)
-    learned = entropy is None or final_loss < rule["loss_ratio"] * entropy
-    return {"converged": bool(plateaued and learned), "final_train_loss": final_loss,
-            "plateau_gain": gain, "plateau_se": se}
+        se = stats.paired_difference(before["correct"], after["correct"], before["examples"])[1]
+    return after["validation"] - before["validation"], se
+
+
+def convergence(curve, entropy=None, rule=CONVERGENCE):
+    """The convergence verdict of a run from its curve, as train() stores it: {"converged",
+    "final_train_loss", "plateau_gain", "plateau_se", "rule_version"}."""
+    final_loss = curve[-1]["train_loss"] if curve else None
+    gain, se = last_third_gain(curve, rule)
+    return {"converged": converged(gain, se, final_loss, entropy, rule), "final_train_loss": final_loss,
+            "plateau_gain": gain, "plateau_se": se, "rule_version": CONVERGENCE_RULE_VERSION}
+
+
+def stored_rule_version(record, created=None):
+    """The version of the rule a stored verdict was made under: the record's own `rule_version`; for records
+    older than the field, 1 or 2 from when the store entry was created (RULE_2_SINCE); None when unknown."""
+    if record.get("rule_version") is not None:
+        return int(record["rule_version"])
+    if created is None:
+        return None
+    from .results import parse_time  # the store's own timestamp reading
+    return 1 if parse_time(created, "created") < parse_time(RULE_2_SINCE, "created") else 2
 
 
 @dataclass
@@ -282,8 +305,8 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
                 losses.append(loss.item())
                 bar.update()
                 if step % eval_every == 0 or step == total_steps:
-                    val, correct = evaluate(model, evaluation["validation"], task, device, cfg.precision, candidates,
-                                            with_correct=True)
+                    val, correct = evaluate_examples(model, evaluation["validation"], task, device, cfg.precision,
+                                                     candidates)
                     curve.append({"step": step, "epoch": step / steps_per_epoch,
                                   "train_loss": float(np.mean(losses)), "validation": val[task.metric],
                                   **({"correct": correct, "examples": len(encoded["validation"])}
@@ -302,7 +325,7 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
     with torch.no_grad():
         for name, value in best_state.items():
             params[name].copy_(value)
-    test = evaluate(model, evaluation["test"], task, device, cfg.precision, candidates)
+    test, test_correct = evaluate_examples(model, evaluation["test"], task, device, cfg.precision, candidates)
     entropy = None if task.kind == "regression" or text_to_text else class_entropy(task.splits["train"]["label"])
     return {
         "metric": task.metric,
@@ -310,6 +333,8 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
         "test": test[task.metric],
         "validation_metrics": best_val,
         "test_metrics": test,
+        "test_correct": test_correct,  # which test examples the kept state got right (None: not accuracy)
+        "test_examples": len(encoded["test"]),
         "curve": curve,
         "class_entropy": entropy,
         **convergence(curve, entropy),
@@ -352,15 +377,33 @@ def build(config: RunConfig, glue_dir=None):
     torch.manual_seed(config.train.seed)  # the head and the adapters start from this seed
     model, tokenizer = load_backbone(config.backbone, num_labels=task.num_labels, task_kind=task.kind)
     adapt(model, cfg)
+    check_room(model, config.max_length)  # prompt tuning: prompt + inputs must fit the positions
     return model, tokenizer, task
 
 
-def run(config: RunConfig, device="auto", progress=True, glue_dir=None):
-    """One complete run; returns a JSON-able record (what the CLI prints and the result store keeps)."""
+def cap_eval(task, eval_size):
+    """The task with validation and test cut to a fixed seeded subset of at most eval_size examples
+    (None: the whole splits)."""
+    if eval_size is None:
+        return task
+    splits = dict(task.splits)
+    for split in ("validation", "test"):
+        if len(splits[split]) > eval_size:
+            splits[split] = task_registry.subsample(splits[split], eval_size, task_registry.SPLIT_SEED)
+    return replace(task, splits=splits, note=task.note + f" Validation/test capped at {eval_size} examples.")
+
+
+def run(config: RunConfig, device="auto", progress=True, glue_dir=None, eval_size=None, save_to=None):
+    """One complete run; returns a JSON-able record (what the CLI prints and the result store keeps).
+    eval_size caps the validation and test sets (cap_eval); save_to, a folder, receives the trained
+    (best-on-validation) adapter (inject.save_adapter)."""
     model, tokenizer, task = build(config, glue_dir=glue_dir)
+    task = cap_eval(task, eval_size)
     pc = count_parameters(model)
     result = train(model, tokenizer, task, config.train, device=device, max_length=config.max_length,
                    progress=progress)
+    if save_to is not None:
+        save_adapter(model, save_to)
     return {
         "method": config.method,
         "task": config.task,
@@ -370,6 +413,7 @@ def run(config: RunConfig, device="auto", progress=True, glue_dir=None):
         "percent": pc.percent,
         "by_group": pc.by_group,
         "majority": task.majority_baseline("test")[task.metric],
+        "majority_validation": task.majority_baseline("validation")[task.metric],
         **result,
         "config": config.to_dict(),
     }

@@ -1,23 +1,19 @@
-"""ipywidgets explorers for the figure notebooks (04-07), one per figure family.
+"""Explorers for the figure notebooks: a figure definition's views, browsable.
 
-Each function takes the family's tidy DataFrame (as adapterlab.experiments
-returns it) and returns a widget (a VBox) that redraws the static figure from
-adapterlab.plots as you change the controls:
+explorer(family, table) returns, outside a live frontend (papermill, nbclient, `make site`), the
+interactive plotly figure of plots.html: its buttons switch between the definition's views with no
+kernel. In JupyterLab it returns ipywidgets: a toggle listing the same views, pickers that filter the
+table, and the PNG renderer's image, redrawn on each change (layer removal adds a span picker; init
+scale can train one more std, `train_extra`).
 
-    layer_removal_explorer(df)          task, metric / change toggle, span picker
-    init_scale_explorer(df, train_extra=None, estimate_seconds=None)
-                                        tasks and seeds; optionally train one extra std live
-                                        (the returned box's .state["df"] holds the rows so far)
-    param_performance_explorer(df)      method families, Houlsby / Compacter view, axes
-    low_resource_explorer(df)           task, methods, training sizes
-
-They never block: building one draws the initial state once and returns, so
-notebooks run headless under papermill (the widget is simply displayed; the
-saved PNG/HTML figures are what survive such a run). Outside a kernel the
-figures are rendered and closed, which is what the tests do.
+Why not always ipywidgets: without a frontend nothing renders them, and a cell that opens many widget
+comms is where papermill once stalled for over 15 minutes (notebook 05's explorer; the known nbclient
+hang, jupyter/nbclient#312: the execute_reply sits unseen on the shell socket). Headless, no widget is
+created at all. live_frontend() tells the two apart: JupyterLab and Notebook 7 send the cell's id with
+each execute request, papermill and nbclient do not. ADAPTERLAB_WIDGETS=1 (or 0) forces the choice.
 """
 import html
-import threading
+import os
 import time
 
 import ipywidgets as w
@@ -25,258 +21,138 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
-from . import plots
+from . import figures, labels, plots
 
-_WIDE = w.Layout(width="auto")
 _STYLE = {"description_width": "initial"}
-_TOGGLE_STYLE = {**_STYLE, "button_width": "auto"}  # ToggleButtons: each button as wide as its label
+# the table columns each explorer filters by, with the picker's label (layer removal: the span sliders)
+FILTERS = {"layer_removal": {"task": "task"}, "init_scale": {"task": "tasks", "seed": "seeds"},
+           "param_performance": {"task": "task", "family": "method lines"},
+           "low_resource": {"task": "task", "method": "methods", "train_size": "training sizes"}}
 
 
-def _multi(options, description, rows=6):
-    """A multi-select with everything picked; options are values or (label, value) pairs. Greyed out when
-    there is only one option, like the task dropdowns."""
-    values = [o[1] if isinstance(o, tuple) else o for o in options]
-    return w.SelectMultiple(options=options, value=tuple(values), description=description,
-                            rows=min(len(options), rows), disabled=len(options) == 1, style=_STYLE)
+def live_frontend():
+    """True when a notebook frontend shows this kernel's output (see the module docstring)."""
+    forced = os.environ.get("ADAPTERLAB_WIDGETS")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        parent = get_ipython().kernel.get_parent()  # noqa: F821  (defined inside IPython only)
+    except (NameError, AttributeError):
+        return False
+    return bool((parent or {}).get("metadata", {}).get("cellId"))
 
 
-def _hint(*picks):
-    """The note beside the multi-selects (empty when none of them offers a choice)."""
-    several = any(len(p.options) > 1 for p in picks)
-    return w.HTML("<small>ctrl/cmd-click to pick several,<br>shift-click for a range</small>" if several else "")
+def explorer(family, table, live=None, train_extra=None, estimate_seconds=None, **options):
+    """The explorer of a figure family: ipywidgets when `live` (default: live_frontend()), else the
+    kernel-free plotly figure with the same views."""
+    if not (live_frontend() if live is None else live):
+        return plots.html(figures.define(family, table, **options))
+    return _Explorer(family, table, train_extra, estimate_seconds, options).box
 
 
-def _show(out, fig):
-    """Replace what `out` shows with `fig`, then close fig (so the inline backend does not show it twice)."""
-    out.clear_output(wait=True)
-    with out:
-        display(fig)
-    plt.close(fig)
+def _picker(column, label, values):
+    """A dropdown for "task" (one task per figure), else a multi-select with everything picked."""
+    shown = [(labels.method_name(v) if column in ("method", "family") else f"{v:,}" if column == "train_size"
+              else str(v), v) for v in (values if column == "task" else sorted(values))]
+    if label == "task":
+        return w.Dropdown(options=shown, description=label, disabled=len(values) == 1, style=_STYLE)
+    return w.SelectMultiple(options=shown, value=tuple(v for _, v in shown), description=label,
+                            rows=min(len(values), 6), disabled=len(values) == 1, style=_STYLE)
 
 
-def _error(out, exc):
-    out.clear_output(wait=True)
-    with out:
-        print(f"cannot draw this selection: {exc}")
+class _Explorer:
+    def __init__(self, family, table, train_extra, estimate_seconds, options):
+        self.family, self.table, self.options = family, table.copy(), options
+        self.view = w.ToggleButtons(description="view", style={**_STYLE, "button_width": "auto"})
+        self.pickers = {c: _picker(c, label, list(dict.fromkeys(table[c])))
+                        for c, label in FILTERS.get(family, {}).items() if c in table}
+        self.info, self.out = w.HTML(), w.Output()
+        rows = [w.HBox([self.view]), w.HBox(list(self.pickers.values()))]
+        if family == "layer_removal":
+            layers = sorted({*table["first_layer"].astype(int), *table["last_layer"].astype(int)})
+            self.first, self.last = (w.IntSlider(value=v, min=layers[0], max=layers[-1], style=_STYLE,
+                                                 description=f"{d} layer removed", continuous_update=False,
+                                                 layout=w.Layout(width="45%"))
+                                     for v, d in ((layers[0], "first"), (layers[-1], "last")))
+            rows.append(w.HBox([self.first, self.last]))
+        if train_extra is not None:
+            rows.append(self._trainer(train_extra, estimate_seconds))
+        spans = [self.first, self.last] if family == "layer_removal" else []
+        for control in (self.view, *self.pickers.values(), *spans):
+            control.observe(self.redraw, names="value")
+        self.box = w.VBox([*rows, self.info, self.out])
+        self.box.explorer = self  # .explorer.table: the table plus any rows trained live
+        self.redraw()
 
+    def selection(self):
+        d = self.table
+        for column, pick in self.pickers.items():
+            chosen = [pick.value] if isinstance(pick, w.Dropdown) else list(pick.value)
+            if not chosen:
+                raise ValueError(f"select at least one of {pick.description}")
+            d = d[d[column].isin(chosen) | (d.get("source", "") == "extra")]
+        return d
 
-def _fmt(metric, value, relative=False):
-    if value is None or pd.isna(value):
-        return "n/a"
-    if relative:
-        return f"{value * plots.SCALE:+.2f}{plots._delta_unit(metric)}"
-    return f"{value * plots.SCALE:.2f}{plots._unit(metric)}"
-
-
-# --------------------------------------------------------------------------- layer removal
-
-
-def layer_removal_explorer(df):
-    """Heatmap explorer: pick the task, switch metric / change vs. no removal, and choose a span with
-    the first/last layer sliders; the span is outlined in the heatmap and its numbers printed above it."""
-    tasks = plots._tasks(df)
-    first_grid = plots.layer_removal_grid(df, tasks[0])
-    task = w.Dropdown(options=tasks, value=tasks[0], description="task", disabled=len(tasks) == 1, style=_STYLE)
-    mode = w.ToggleButtons(options=[("validation metric", False), ("change vs. no removal", True)], value=False,
-                           description="colour", style=_TOGGLE_STYLE)
-    layers = first_grid.layers
-    first = w.IntSlider(value=layers[0], min=layers[0], max=layers[-1], description="first layer removed",
-                        style=_STYLE, continuous_update=False, layout=w.Layout(width="45%"))
-    last = w.IntSlider(value=layers[-1], min=layers[0], max=layers[-1], description="last layer removed",
-                       style=_STYLE, continuous_update=False, layout=w.Layout(width="45%"))
-    info = w.HTML()
-    out = w.Output()
-
-    def redraw(*_):
+    def redraw(self, *_):
         try:
-            g = plots.layer_removal_grid(df, task.value)
-            lo, hi = g.layers[0], g.layers[-1]
-            first.min, first.max = lo, hi  # the order matters little: min <= max always holds here
-            last.max = hi
-            last.min = first.value  # a span needs last >= first
-            value, change = g.span(first.value, last.value)
-            n = last.value - first.value + 1
-            parts = [f"<b>adapters removed from layers {first.value}–{last.value}</b> "
-                     f"({n} of {len(g.layers)} layers):",
-                     f"validation {plots._METRIC_NAMES.get(g.metric, g.metric)} <b>{_fmt(g.metric, value)}</b>",
-                     f"change vs. no removal {_fmt(g.metric, change, True)}"]
-            if g.no_removal is not None:
-                parts.append(f"no removal {_fmt(g.metric, g.no_removal)}")
-            if g.majority is not None:
-                parts.append(f"majority class {_fmt(g.metric, g.majority)}")
-            info.value = parts[0] + " " + " · ".join(parts[1:])
-            _show(out, plots.layer_removal_heatmap(df, task=task.value, relative=mode.value,
-                                                   span=(first.value, last.value)))
+            options = dict(self.options)
+            if self.family == "layer_removal":
+                self.last.min = self.first.value  # a span needs last >= first
+                options["span"] = (self.first.value, self.last.value)
+                self.info.value = self._span_text(self.selection())
+            figure = figures.define(self.family, self.selection(), **options)
+            names = list(figure.views)
+            if list(self.view.options) != names:
+                current = self.view.value
+                self.view.unobserve(self.redraw, names="value")
+                self.view.options = names  # selects the first view
+                self.view.value = current if current in names else names[0]
+                self.view.observe(self.redraw, names="value")
+            fig, self.shown = plots.png(figure, [self.view.value]), figure.views[self.view.value]
+            self.out.clear_output(wait=True)
+            with self.out:
+                display(fig)
+            plt.close(fig)  # shown in the Output only, not a second time below the cell
         except Exception as exc:  # a bad selection should say so, not kill the widget
-            _error(out, exc)
+            self.out.clear_output(wait=True)
+            with self.out:
+                print(f"cannot draw this selection: {exc}")
 
-    for control in (task, mode, first, last):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([task, mode]), w.HBox([first, last]), info, out])
+    def _span_text(self, rows):
+        (z, layers, full), metric, (i, j) = figures.layer_removal_grid(rows), str(rows["metric"].iloc[0]), \
+            (self.first.value, self.last.value)
+        value, unit, scale = z[layers.index(i), layers.index(j)], labels.metric_unit(metric), labels.SCALE
+        return (f"<b>adapters removed from layers {i}–{j}</b> ({j - i + 1} of {len(layers)} layers): validation "
+                f"{labels.metric_name(metric)} <b>{value * scale:.2f}{unit}</b> · change vs. no removal "
+                f"{(value - full) * scale:+.2f}{labels.delta_unit(metric)} · no removal {full * scale:.2f}{unit}")
 
-
-# --------------------------------------------------------------------------- init scale
-
-
-def init_scale_explorer(df, train_extra=None, estimate_seconds=None):
-    """Init-scale explorer: choose tasks and seeds. With `train_extra`, also a std slider and a button
-    "train one extra std": it calls train_extra(init_std=..., task=..., seed=...), which should train
-    (or read from the result store) and return the new row(s) as a dict or DataFrame with the
-    init_scale columns; they are added to the plot as open diamonds (kept out of the seed mean and band).
-    While it trains, a progress bar runs against `estimate_seconds` (e.g. the median train_seconds of the
-    sweep's runs) and the seconds so far are shown. Nothing trains until clicked."""
-    if estimate_seconds is not None and pd.isna(estimate_seconds):
-        estimate_seconds = None  # e.g. the median of an empty column
-    state = {"df": df.copy()}
-    if "source" not in state["df"]:
-        state["df"]["source"] = "sweep"
-    tasks = plots._tasks(df)
-    seeds = sorted(int(s) for s in df["seed"].unique()) if "seed" in df else []
-    task_pick, seed_pick = _multi(tasks, "tasks", rows=4), _multi(seeds, "seeds", rows=4)
-    out = w.Output()
-
-    def redraw(*_):
-        try:
-            if not task_pick.value or (seeds and not seed_pick.value):
-                raise ValueError("select at least one task and one seed")
-            fig = plots.init_scale_plot(state["df"], tasks=list(task_pick.value),
-                                        seeds=list(seed_pick.value) if seeds else None)
-            _show(out, fig)
-        except Exception as exc:
-            _error(out, exc)
-
-    task_pick.observe(redraw, names="value")
-    seed_pick.observe(redraw, names="value")
-    rows = [w.HBox([task_pick, seed_pick, _hint(task_pick, seed_pick)])]
-    if train_extra is not None:
-        status = w.HTML()
-        bar = w.FloatProgress(min=0, max=estimate_seconds or 1, bar_style="info", layout=w.Layout(visibility="hidden"))
+    def _trainer(self, train_extra, estimate_seconds):
+        """Init scale: a std slider and a button that trains one more run; its row joins the table as an
+        open diamond ("source": "extra", kept out of the seed mean). Nothing trains until clicked."""
+        tasks, seeds = list(dict.fromkeys(self.table["task"])), sorted(self.table["seed"].unique())
         std = w.FloatLogSlider(value=3e-3, base=10, min=-8, max=0.5, step=0.25, description="init std",
                                readout_format=".1e", style=_STYLE, continuous_update=False)
-        extra_task = w.Dropdown(options=tasks, value=tasks[0], description="task", style=_STYLE)
-        extra_seed = w.IntText(value=int(seeds[0]) if seeds else 0, description="seed", style=_STYLE,
-                               layout=w.Layout(width="140px"))
-        button = w.Button(description="train one extra std", icon="play", button_style="primary",
-                          layout=_WIDE)
+        task = w.Dropdown(options=tasks, description="task", style=_STYLE)
+        seed = w.IntText(value=int(seeds[0]), description="seed", style=_STYLE, layout=w.Layout(width="140px"))
+        button, status = w.Button(description="train one extra std", icon="play", button_style="primary"), w.HTML()
+        about = f", about {estimate_seconds:.0f} s" if estimate_seconds and not pd.isna(estimate_seconds) else ""
 
         def train(_):
-            button.disabled = True
-            what = f"training {extra_task.value} with init std {std.value:.1e} (seed {extra_seed.value})"
-            if estimate_seconds:
-                what += f", about {estimate_seconds:.0f} s (the median of the sweep's runs)"
-                bar.value, bar.layout.visibility = 0, "visible"
-            status.value = what + "…"
-            start, done = time.monotonic(), threading.Event()
-
-            def tick():  # the kernel is busy training: a thread moves the bar and the clock
-                while not done.wait(1):
-                    bar.value = min(time.monotonic() - start, bar.max)
-                    status.value = f"{what}: {time.monotonic() - start:.0f} s so far…"
-
-            ticker = threading.Thread(target=tick, daemon=True)
-            ticker.start()
+            button.disabled, start = True, time.monotonic()
+            status.value = f"training {task.value} with init std {std.value:.1e} (seed {seed.value}){about}…"
             try:
-                try:
-                    new = train_extra(init_std=float(std.value), task=extra_task.value, seed=int(extra_seed.value))
-                finally:  # stop the clock before the status says how it went
-                    done.set()
-                    ticker.join()
-                    bar.layout.visibility = "hidden"
-                new = pd.DataFrame([new]) if isinstance(new, dict) else pd.DataFrame(new)
-                new["source"] = "extra"
-                state["df"] = pd.concat([state["df"], new], ignore_index=True)
-                if "seed" in new and int(extra_seed.value) not in seed_pick.options:
-                    seed_pick.options = sorted({*seed_pick.options, int(extra_seed.value)})
-                    seed_pick.value, seed_pick.disabled = tuple(seed_pick.options), False
-                metric = new["metric"].iloc[0] if "metric" in new else "value"
-                status.value = (f"init std {std.value:.1e}: validation "
-                                f"{plots._METRIC_NAMES.get(metric, metric)} {_fmt(metric, new['value'].iloc[0])} "
+                new = train_extra(init_std=float(std.value), task=task.value, seed=int(seed.value))
+                new = pd.DataFrame([new] if isinstance(new, dict) else new).assign(source="extra")
+                self.table = pd.concat([self.table, new], ignore_index=True)
+                metric = str(new["metric"].iloc[0])
+                status.value = (f"init std {std.value:.1e}: validation {labels.metric_name(metric)} "
+                                f"{new['value'].iloc[0] * labels.SCALE:.2f}{labels.metric_unit(metric)} "
                                 f"({time.monotonic() - start:.0f} s)")
-                redraw()
+                self.redraw()
             except Exception as exc:
                 status.value = f"<span style='color:#b00'>training failed: {html.escape(str(exc))}</span>"
             finally:
                 button.disabled = False
 
         button.on_click(train)
-        rows += [w.HBox([std, extra_task, extra_seed, button]), w.HBox([bar, status])]
-    redraw()
-    box = w.VBox([*rows, out])
-    box.state = state  # state["df"]: the sweep plus any rows trained live
-    return box
-
-
-# --------------------------------------------------------------------------- parameters vs performance
-
-
-def param_performance_explorer(df):
-    """Parameters-vs-performance explorer: toggle method families, switch between the Houlsby view
-    (parameters vs. score minus full fine-tuning) and the Compacter view (percent trained vs. score,
-    marker area = memory), pick the x axis (trainable parameters / percent) and y (relative / absolute),
-    and the task when there are several. The efficiency table below follows the family selection."""
-    fams = list(dict.fromkeys(plots.param_performance_summary(df)["family"]))
-    tasks = plots._tasks(df)
-    family_pick = _multi([(plots.FAMILY_NAMES.get(f, f), f) for f in fams], "method families", rows=12)
-    view = w.ToggleButtons(options=[("parameters vs. score (Houlsby)", "houlsby"),
-                                    ("% trained, memory (Compacter)", "compacter")],
-                           value="houlsby", description="view", style=_TOGGLE_STYLE)
-    x_axis = w.ToggleButtons(options=[("trainable parameters", "trainable"), ("% trained", "percent")],
-                             value="trainable", description="x axis", style=_TOGGLE_STYLE)
-    y_axis = w.ToggleButtons(options=[("minus full fine-tuning", True), ("absolute score", False)], value=True,
-                             description="y axis", style=_TOGGLE_STYLE)
-    task = w.Dropdown(options=["all tasks", *tasks] if len(tasks) > 1 else tasks, description="task",
-                      disabled=len(tasks) == 1, style=_STYLE)
-    out, table = w.Output(), w.Output(layout=w.Layout(max_width="100%", overflow="auto"))
-
-    def redraw(*_):
-        x_axis.disabled = y_axis.disabled = view.value == "compacter"
-        try:
-            if not family_pick.value:
-                raise ValueError("select at least one method family")
-            d = df if task.value == "all tasks" else df[df["task"].astype(str) == task.value]
-            if view.value == "houlsby":
-                fig = plots.param_performance_plot(d, x=x_axis.value, relative=y_axis.value,
-                                                   families=list(family_pick.value))
-            else:
-                fig = plots.param_performance_tradeoff(d, families=list(family_pick.value))
-            _show(out, fig)
-            t = plots.param_performance_table(d)
-            table.clear_output(wait=True)
-            with table:
-                display(plots.param_performance_table_view(t[t["family"].isin(family_pick.value)]))
-        except Exception as exc:
-            _error(out, exc)
-
-    for control in (family_pick, view, x_axis, y_axis, task):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([family_pick, w.VBox([view, x_axis, y_axis, task, _hint(family_pick)])]), out, table])
-
-
-# --------------------------------------------------------------------------- low resource
-
-
-def low_resource_explorer(df):
-    """Low-resource explorer: pick the task, the methods and the training-set sizes to draw."""
-    tasks = plots._tasks(df)
-    methods = list(dict.fromkeys(df["method"].astype(str)))
-    sizes = sorted(int(s) for s in df["train_size"].unique())
-    task = w.Dropdown(options=tasks, description="task", disabled=len(tasks) == 1, style=_STYLE)
-    method_pick = _multi([(plots.FAMILY_NAMES.get(m, m), m) for m in methods], "methods")
-    size_pick = _multi([(f"{s:,}", s) for s in sizes], "training sizes")
-    out = w.Output()
-
-    def redraw(*_):
-        try:
-            if not method_pick.value or not size_pick.value:
-                raise ValueError("select at least one method and one size")
-            _show(out, plots.low_resource_plot(df, methods=list(method_pick.value), sizes=list(size_pick.value),
-                                               tasks=[task.value]))
-        except Exception as exc:
-            _error(out, exc)
-
-    for control in (task, method_pick, size_pick):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([task, method_pick, size_pick, _hint(method_pick, size_pick)]), out])
+        return w.HBox([std, task, seed, button, status])

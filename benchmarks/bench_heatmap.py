@@ -2,7 +2,7 @@
 
 The heatmap removes the adapters of blocks first..last (every contiguous span) and scores each
 variant. The naive loop runs the whole network once per span; the cached one
-(experiments.span_logits(cached=True)) computes the states entering every block once per batch
+(removal.span_logits(cached=True)) computes the states entering every block once per batch
 and shares the blocks below `first` and the disabled run from `first` upward across spans
 (6 blocks: 62 block evaluations per batch instead of 132, so at most about 2.1x).
 
@@ -31,31 +31,31 @@ def run(examples=256, batch_size=32, rounds=3, warmup=1):
 
     from transformers import AutoTokenizer
 
-    from adapterlab import experiments, tasks
+    from adapterlab import removal, tasks, train
 
     torch.manual_seed(0)
     model = common.base_model()
     al.adapt(model, "houlsby", bottleneck=64, init_std=0.1)
     model.eval()
     tokenizer = AutoTokenizer.from_pretrained(common.model_path())
-    task = experiments.cap_eval(tasks.load_task("airline"), examples)
+    task = train.cap_eval(tasks.load_task("airline"), examples)
     task = replace(task, splits={"validation": task.splits["validation"]})  # encode only what we evaluate
     encoded = tasks.encode(task, tokenizer, max_length=128)["validation"]
     batches = tasks.batches(encoded, tokenizer, batch_size, shuffle=False)
 
-    cached, _, n_layers = experiments.span_logits(model, batches, cached=True)
-    naive, _, _ = experiments.span_logits(model, batches, cached=False)
+    cached, _, n_layers = removal.span_logits(model, batches, cached=True)
+    naive, _, _ = removal.span_logits(model, batches, cached=False)
     max_diff = max(float(np.abs(cached[s] - naive[s]).max()) for s in naive)
     changed = float(np.abs(cached[(0, n_layers - 1)] - cached[None]).max())
     if max_diff > 1e-4:
         raise AssertionError(f"cached and naive span logits differ by {max_diff}")
 
-    r = timing.alternate({"cached": lambda: experiments.span_logits(model, batches, cached=True),
-                          "naive": lambda: experiments.span_logits(model, batches, cached=False)},
+    r = timing.alternate({"cached": lambda: removal.span_logits(model, batches, cached=True),
+                          "naive": lambda: removal.span_logits(model, batches, cached=False)},
                          warmup=warmup, rounds=rounds)
     ratio = timing.speed_ratio(r, "cached", "naive")
     spans = n_layers * (n_layers + 1) // 2
-    block_evals = experiments.span_block_evaluations(n_layers)
+    block_evals = removal.span_block_evaluations(n_layers)
     return {
         "examples": int(len(encoded)), "batch_size": batch_size, "layers": n_layers, "spans": spans,
         "max_abs_logit_diff_cached_vs_naive": max_diff,

@@ -35,6 +35,7 @@ SECTIONS = {  # number -> (file, which python, extra arguments[, extra environme
     "5": ("bench_memory.py", "main", []),
     "6": ("bench_adapterdrop.py", "main", []),  # AdapterDrop with and without the lower LayerNorms trained
     "7": ("bench_workers.py", "main", []),  # the sweep's CPU workers: one run per core vs one run on all cores
+    "8": ("bench_lora.py", "main", []),  # LoRA vs PEFT on equal function; merged/unmerged serving latency
 }
 TARGETS = {"houlsby_vs_adapterhub": 1.1, "compacter_vs_adapterhub": 1.2, "lphm_layer_vs_materialized": 1.3,
            "train_vs_inference": 0.45, "heatmap_vs_naive": 1.7}
@@ -271,6 +272,21 @@ def report(results):
                   f"(timed windows overlapping at least {100 * s7['min_overlap']:.0f}%). This is why "
                   "`regenerate --workers` / `sweep --max-parallel` share the cores out on CPU."
                   + (f" ({s7['note']}.)" if s7.get("note") else "")]
+    s8 = s.get("8", {})
+    if "ratio" in s8:
+        c = s8["check"]
+        lines += ["", f"## 8. LoRA, adapterlab vs PEFT {s8['versions'].get('peft', '')} (r = 8, alpha = 8, query + value; "
+                  f"batch {s8['batch']}, sequence {s8['seq']})", "",
+                  f"Same function first: max |logit diff| {c['max_abs_diff']:.1e} on copied weights (tolerance "
+                  f"{c['tolerance']:.0e}); trainable {c['trainable_adapterlab']:,} vs {c['trainable_peft']:,}. "
+                  f"Training step: adapterlab {s8['examples_per_s']['adapterlab']:.1f} ex/s, PEFT "
+                  f"{s8['examples_per_s']['peft']:.1f} ex/s, ratio {s8['ratio']:.3f} (IQR {s8['ratio_iqr']:.3f}).", "",
+                  "| batch | unmerged ms | merged ms |", "|---|---|---|"]
+        lines += [f"| {b} | {r['unmerged'] * 1e3:.1f} | {r['merged'] * 1e3:.1f} |" for b, r in s8["latency_s"].items()]
+        lines += ["", f"Median forward pass over {s8['latency_repeats']} repeats at sequence {s8['latency_seq']}; "
+                  f"merging moves the logits by {c['max_abs_diff_merged_vs_unmerged']:.1e} (one float32 rounding)."]
+    elif s8:
+        lines += ["", "## 8. LoRA, adapterlab vs PEFT", "", f"failed: {s8.get('error')} {s8.get('stderr_tail', '')[-300:]}"]
     explain = HERE / "explain.md"
     if explain.exists():
         lines += ["", explain.read_text().strip()]

@@ -1,5 +1,7 @@
-"""Every exercise checker passes a right answer, says "not yet" to the stub, and rejects a typical
-wrong answer with the hint written for that mistake."""
+"""Every exercise checker passes a right answer, says "not yet" to the stub, rejects a typical
+wrong answer with the hint written for that mistake, and cannot be fooled: a table of trivially
+wrong answers (a constant, the forbidden shortcut, the wrong type) must each get NOT YET with a
+hint, never a traceback and never a PASS."""
 import json
 from pathlib import Path
 
@@ -78,13 +80,23 @@ def _higher_mean(df, method):
     return [int(n) for n in means.index if means.loc[n, method] > means.loc[n, "full"]]
 
 
+def _kron_swapped(A, B):  # written by hand, but B ⊗ A
+    (a, b), (p, q) = A.shape, B.shape
+    return (B[:, None, :, None] * A[None, :, None, :]).reshape(a * p, b * q)
+
+
+def _phm_swapped(x, A, B):  # blockwise (no W), but Σ B_i ⊗ A_i
+    n, p, q = B.shape
+    return torch.einsum("bpj,ipq,ijk->bqk", x.reshape(len(x), p, n), B, A).reshape(len(x), q * n)
+
+
 WRONG = {
     "01.adapter_forward": (lambda h, Wd, bd, Wu, bu: F.gelu(h @ Wd + bd) @ Wu + bu, "skip connection"),
     "01.identity_init": (lambda d, m: (torch.zeros(d, m), torch.zeros(m), torch.zeros(m, d), torch.zeros(d)),
                          "no gradient"),
     "01.houlsby_count": (lambda d, L, m: L * (2 * m * d + d + m), "two adapters"),
-    "02.kron": (lambda A, B: torch.kron(B, A), "swapped"),
-    "02.phm_forward": (lambda x, A, B: x @ sum(torch.kron(B[i], A[i]) for i in range(len(A))), "rule A comes first"),
+    "02.kron": (_kron_swapped, "swapped"),
+    "02.phm_forward": (_phm_swapped, "rule A comes first"),
     "02.compacter_count": (lambda d, m, n, k: k * (n * (d // n + m // n) * 2 + d + m + n ** 3), "once"),
     "03.choose_trainable": (_freeze_all_but_adapters, "LayerNorm"),
     "03.train_step": (_step_everything, "frozen parameter changed"),
@@ -93,13 +105,15 @@ WRONG = {
     "04.naive_spans": (_spans_one_short, "includes block j"),
     "05.relative_change": (lambda adapter, h: (adapter(h).norm() / h.norm()).item(), "adapter(h) - h"),
     "05.deviation_exponent": (1, "two small matrices"),
-    "05.collapsed": (lambda df: int((df["value"] == df["baseline"]).sum()), "allow one point"),
+    "05.collapsed": (lambda df: int((df["value"] == df["baseline"]).sum()), "allow 3 points"),
     "06.percent_trained": (lambda model: 100 * sum(p.numel() for p in model.parameters() if p.requires_grad)
                            / sum(p.numel() for p in model.parameters()), "base model's size"),
     "06.smallest_within": (_best_seed_within, "seed means"),
     "07.nested_subsets": (lambda n, sizes, seed: {s: np.random.default_rng(seed + s).permutation(n)[:s] for s in sizes},
                           "inside every larger one"),
-    "07.better_beyond_noise": (_higher_mean, "twice its standard error"),
+    "07.better_beyond_noise": (_higher_mean, "a higher mean is not enough"),
+    "08.forgetting": (lambda m: (np.asarray(m)[:, -1] - np.diag(np.asarray(m)))[:-1], "the sign"),
+    "08.storage_ratio": (lambda model, adapter, n: model / adapter, "count the base model too"),
 }
 
 
@@ -131,6 +145,136 @@ def test_wrong_answer_gets_its_hint(name):
     result = check(name, answer, quiet=True)
     assert not result.passed
     assert hint in result.message, result.message
+
+
+# ---------------------------------------------------------------- answers that must never pass (issue 26)
+# For every exercise: a constant, the forbidden shortcut, a near miss, or the wrong type, each with the words
+# its hint must contain. None of them may pass, and none may surface as a traceback.
+
+def _add_one_and_return_zero(model, batch, optimizer):  # "moves" the trainable parameters without training
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(1.0)
+    return 0.0
+
+
+def _never_zero_grad(model, batch, optimizer):
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def _step_then_report_new_loss(model, batch, optimizer):
+    _never_zero_grad(model, batch, optimizer)
+    optimizer.zero_grad()
+    with torch.no_grad():
+        return model(**batch).loss
+
+
+def _phm_by_einsum_w(x, A, B):  # W built without torch.kron
+    n, p, q = B.shape
+    return x @ torch.einsum("ijk,ipq->jpkq", A, B).reshape(n * p, n * q)
+
+
+def _unpaired_2se(df, method):
+    return RIGHT_BY_RULE(df, method, lambda a, b: a.mean() - b.mean() > 2 * np.sqrt(a.var(ddof=1) / 3 + b.var(ddof=1) / 3))
+
+
+def _paired_2se(df, method):
+    return RIGHT_BY_RULE(df, method, lambda a, b: (a - b).mean() > 2 * (a - b).std(ddof=1) / np.sqrt(3))
+
+
+def RIGHT_BY_RULE(df, method, rule):
+    by_seed = df.pivot_table(index=["train_size", "seed"], columns="method", values="value")
+    return [int(n) for n, g in by_seed.groupby(level=0) if rule(g[method].to_numpy(), g["full"].to_numpy())]
+
+
+F64 = dict(dtype=torch.float64)
+NEVER_PASS = {
+    "01.adapter_forward": [(lambda h, Wd, bd, Wu, bu: h, "check each term"),
+                           (lambda h, Wd, bd, Wu, bu: h + F.gelu(h @ Wd + bd) @ Wu, "b_up is missing"),
+                           (lambda h, Wd, bd, Wu, bu: h + F.gelu(h @ Wd + bd, approximate="tanh") @ Wu + bu,
+                            "tanh approximation"),
+                           (lambda h, Wd, bd, Wu, bu: 0.0, "should be a torch.Tensor")],
+    "01.identity_init": [(lambda d, m: 0, "return four tensors")],
+    "01.houlsby_count": [(lambda d, L, m: 1_000_000, "off by"), (lambda d, L, m: "many", "should be a number")],
+    "02.kron": [(lambda A, B: torch.kron(A, B), "without torch.kron"), (lambda A, B: A.kron(B), "without torch.kron"),
+                (lambda A, B: torch.from_numpy(np.kron(A.numpy(), B.numpy())), "without torch.kron"),
+                (lambda A, B: torch.zeros(8, 15, **F64), "block (i, j)")],
+    "02.phm_forward": [(lambda x, A, B: x @ sum(torch.kron(A[i], B[i]) for i in range(len(A))), "builds W"),
+                       (_phm_by_einsum_w, "at least as many as W"),
+                       (lambda x, A, B: [0.0], "should be a torch.Tensor")],
+    "02.compacter_count": [(lambda d, m, n, k: 10_000, "off by"), (lambda d, m, n, k: torch.tensor([1, 2]), "one number")],
+    "03.choose_trainable": [(lambda model: None, "base parameters still train")],
+    "03.train_step": [(_add_one_and_return_zero, "not where one optimizer step"),
+                      (_never_zero_grad, "zero_grad"), (_step_then_report_new_loss, "loss before the step"),
+                      (lambda model, batch, optimizer: 0.0, "no trainable parameter moved"),
+                      (lambda model, batch, optimizer: "loss", "should be a number")],
+    "04.block_evaluations": [(lambda L: (1, 1), "off by"), (lambda L: 132, "return two numbers")],
+    "04.naive_spans": [(lambda model, inputs: {}, "expected the"), (lambda model, inputs: "logits", "return a dict")],
+    "05.relative_change": [(lambda adapter, h: ((adapter(h) - h).norm(dim=-1) / h.norm(dim=-1)).detach(), "one number"),
+                           (lambda adapter, h: 0.01, "times what it should be")],
+    "05.deviation_exponent": [(1, "two small matrices"), ("2", "should be a number"), (np.float64(7), "measure it")],
+    "05.collapsed": [(lambda df: 4, "three different tables"), (lambda df: int((df.value < 0.65).sum()), "baseline"),
+                     (lambda df: df, "should be a number")],
+    "06.percent_trained": [(lambda model: "1.2 %", "should be a number"), (lambda model: 1.0, "your value is")],
+    "06.smallest_within": [(lambda df, points: "layernorm", "for every `points`"), (lambda df, points: df["label"], "the label")],
+    "07.nested_subsets": [(lambda n, sizes, seed: {s: np.arange(s) for s in sizes}, "first rows"),
+                          (lambda n, sizes, seed: 3, "return a dict")],
+    "07.better_beyond_noise": [(lambda df, method: [100, 500], "differ from the rule"),
+                               (lambda df, method: 100, "return a list"), (_unpaired_2se, "pair them"),
+                               (_paired_2se, "4.30 SE"), (_higher_mean, "not enough")],
+    "08.forgetting": [(lambda m: np.zeros(len(m) - 1), "diagonal minus the last column"),
+                      (lambda m: np.diag(np.asarray(m)) - np.asarray(m)[:, -1], "no time to forget"),
+                      (lambda m: 0.1, "as a list or array")],
+    "08.storage_ratio": [(lambda model, adapter, n: n, "not free"), (lambda model, adapter, n: 9.0, "your ratio is"),
+                         (lambda model, adapter, n: "9x", "should be a number")],
+}
+NEVER_PASS_CASES = [pytest.param(name, i, id=f"{name}-{i}") for name in sorted(NEVER_PASS) for i in range(len(NEVER_PASS[name]))]
+
+
+def test_every_exercise_has_answers_that_must_never_pass():
+    assert set(NEVER_PASS) == set(exercises.EXERCISES)
+
+
+@pytest.mark.parametrize("name, i", NEVER_PASS_CASES)
+def test_a_trivially_wrong_answer_gets_a_hint_not_a_pass_or_a_traceback(name, i, capsys):
+    answer, hint = NEVER_PASS[name][i]
+    result = check(name, answer)  # must not raise
+    printed = capsys.readouterr().out
+    assert not result.passed and printed.startswith(f"[NOT YET] {name}: ")
+    assert hint in result.message, result.message
+    assert "Traceback" not in printed and "could not use your answer" not in result.message  # a hint written for it
+
+
+@pytest.mark.parametrize("exponent", [2, 2.0, np.int64(2), np.float32(2), torch.tensor(2.0), torch.tensor([2])])
+def test_a_number_of_any_numeric_type_is_a_number(exponent):
+    assert check("05.deviation_exponent", exponent, quiet=True).passed
+
+
+def test_a_pass_does_not_print_the_answer():
+    message = check("07.better_beyond_noise", RIGHT["07.better_beyond_noise"], quiet=True).message
+    table = exercises._low_resource_frame()
+    assert not any(str(size) in message for size in table["train_size"].unique()), message
+
+
+def test_forbidden_shortcuts_are_restored_after_the_check():
+    check("02.kron", torch.kron, quiet=True)
+    check("02.phm_forward", _phm_by_einsum_w, quiet=True)
+    A, B = torch.eye(2), torch.ones(2, 2)
+    assert torch.equal(torch.kron(A, B), A.kron(B)) and np.kron(np.eye(2), np.ones(2)).shape == (2, 4)
+    assert "kron" not in torch.Tensor.__dict__
+
+
+def test_an_answer_no_hint_foresaw_still_gets_no_traceback():
+    class Weird:
+        def __iter__(self):
+            raise RuntimeError("cannot iterate")
+
+    result = check("07.better_beyond_noise", lambda df, method: Weird(), quiet=True)
+    assert not result.passed and "could not use your answer" in result.message
 
 
 def test_a_crash_is_reported_not_raised():

@@ -160,9 +160,14 @@ def trainable_names(model):
     return {n for n, p in model.named_parameters() if p.requires_grad}
 
 
-@pytest.mark.parametrize("name", ["full", "top-k", "layernorm", "bitfit"] + ADAPTER_METHODS)
+BASELINES = ["head-only", "prompt-tuning", "intrinsic-said", "lora"]
+SMALL = dict(prompt_tokens=4, intrinsic_dim=300)  # settings that fit the tiny models (64 positions)
+
+
+@pytest.mark.parametrize("name", ["full", "top-k", "layernorm", "bitfit"] + ADAPTER_METHODS + BASELINES)
 def test_requires_grad_is_exactly_what_the_method_trains(name):
-    model = al.adapt(build("bert-cls"), name, bottleneck=8, k=1, drop_layers=1 if name == "adapterdrop" else 0)
+    model = al.adapt(build("bert-cls"), name, bottleneck=8, k=1, drop_layers=1 if name == "adapterdrop" else 0,
+                     **SMALL)
     names = trainable_names(model)
     all_names = {n for n, _ in model.named_parameters()}
     is_ln = lambda n: "LayerNorm" in n
@@ -175,16 +180,22 @@ def test_requires_grad_is_exactly_what_the_method_trains(name):
         assert names == {n for n in all_names if is_ln(n) or is_head(n)}
     elif name == "bitfit":
         assert names == {n for n in all_names if n.endswith("bias") or is_head(n)}
+    elif name in BASELINES:  # their own parameters and the head, no LayerNorm
+        own = {"head-only": set(), "prompt-tuning": {"bert.prompt.weight"},
+               "intrinsic-said": {"bert.intrinsic_said.theta", "bert.intrinsic_said.scales"},
+               "lora": {n for n in all_names if ".lora." in n}}[name]
+        assert names == own | {n for n in all_names if is_head(n)}
+        assert name == "head-only" or own
     else:
         expected = {n for n in all_names if ".adapter." in n or is_ln(n) or is_head(n) or n == "phm_rule"}
         assert names == expected
         assert any(".adapter." in n for n in names)
 
 
-@pytest.mark.parametrize("name", ["houlsby", "compacter", "compacter++", "layernorm", "top-k", "bitfit"])
+@pytest.mark.parametrize("name", ["houlsby", "compacter", "compacter++", "layernorm", "top-k", "bitfit"] + BASELINES)
 def test_gradients_reach_exactly_the_trained_parameters_and_frozen_weights_stay_bit_identical(name):
     torch.manual_seed(0)
-    model = al.adapt(build("bert-cls"), name, bottleneck=8, k=1, init_std=0.1)
+    model = al.adapt(build("bert-cls"), name, bottleneck=8, k=1, init_std=0.1, **SMALL)
     model.train()
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
     trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}

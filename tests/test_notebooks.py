@@ -7,8 +7,6 @@ tables"). The same directory is reused for the nbval pass (every cell must run u
 `pytest --nbval-lax`) and by tests/test_browser.py for the smoke figures.
 ADAPTERLAB_TEST_JOBS sets how many notebooks run at once (default: 2, or 1 on one core).
 """
-import importlib
-import importlib.util
 import json
 import os
 import re
@@ -40,6 +38,7 @@ RESULT_COLUMNS = {
     "param_performance.csv": ["task", "method", "size", "trainable", "percent", "metric", "value",
                               "train_seconds", "peak_memory_mb"],
     "low_resource.csv": ["task", "method", "train_size", "seed", "metric", "value"],
+    "stream_accuracy.csv": ["learner", "order", "seed", "task", "time", "accuracy"],  # notebook 08: accuracy only
 }
 EXPECTED = {
     "01": dict(figures=True),
@@ -49,6 +48,7 @@ EXPECTED = {
     "05": dict(figures=True, csv="init_scale.csv"),
     "06": dict(figures=True, csv="param_performance.csv"),
     "07": dict(figures=True, csv="low_resource.csv"),
+    "08": dict(figures=True, csv="stream_accuracy.csv"),
 }
 CORRELATIONS = ("mcc", "matthews", "pearson", "spearman", "corr")  # in [-1, 1]; everything else in [0, 1]
 
@@ -251,19 +251,19 @@ def test_notebook_runs_in_smoke_profile(notebook, smoke_run):
 
 @pytest.mark.slow
 def test_03s_default_runs_are_the_teaching_plan_the_sweep_trains(smoke_run):
-    """regenerate --workers trains 03's runs beforehand from experiments.plan(profile, "teaching"); the
+    """regenerate --workers trains 03's runs beforehand from planning.plan(profile, "teaching"); the
     notebook must then find exactly those runs (and their swap adapters), or it would train them again."""
-    from adapterlab import experiments, inject
+    from adapterlab import inject, planning
     from adapterlab.results import config_key
 
     run = smoke_run(next(nb for nb in NOTEBOOKS if nb.stem.startswith("03")))
     assert run.status == 0, run.output
     stored = [json.loads(line)["key"] for line in (run.results / "teaching.jsonl").read_text().splitlines()]
-    planned = experiments.plan(SMOKE, "teaching")
-    assert sorted(stored) == sorted(config_key(experiments.run_key(c, SMOKE, "teaching")) for c in planned)
+    planned = planning.plan(SMOKE, "teaching")
+    assert sorted(stored) == sorted(config_key(planning.run_key(c, SMOKE, "teaching")) for c in planned)
     saved = {d.name for d in (run.results / "checkpoints").iterdir() if (d / inject.ADAPTER_CONFIG).exists()}
-    assert saved == {config_key(experiments.run_key(c, SMOKE, "teaching")) for c in planned
-                     if experiments.keeps_adapter(SMOKE, "teaching", c)}
+    assert saved == {config_key(planning.run_key(c, SMOKE, "teaching")) for c in planned
+                     if planning.keeps_adapter(SMOKE, "teaching", c)}
 
 
 def figure_bytes(out):
@@ -303,6 +303,8 @@ def check_result_table(path):
     missing = [c for c in columns if c not in table.columns]
     assert not missing, f"{path.name} lacks the contract columns {missing} (has {list(table.columns)})"
     assert len(table), f"{path.name} has no rows"
+    if "value" not in table:  # one metric, in a column of its own name
+        table = table.assign(metric=columns[-1], value=table[columns[-1]])
     assert table["value"].notna().all(), f"{path.name} has empty values:\n{table[table['value'].isna()]}"
     for metric, rows in table.groupby("metric"):
         low, high = metric_range(metric)
@@ -485,10 +487,6 @@ def test_paper_profile_needs_a_gpu_unless_dry_run(tiny_notebooks, capsys, monkey
 
 def test_paper_dry_run_lists_planned_runs(capsys):
     require_notebooks()
-    experiments = importlib.import_module("adapterlab.experiments") if importlib.util.find_spec(
-        "adapterlab.experiments") else None
-    if experiments is None or not hasattr(experiments, "dry_run"):
-        pytest.skip("adapterlab.experiments.dry_run does not exist yet")
     assert regenerate(profile="paper", dry_run=True) == 0
     printed = capsys.readouterr().out
     match = re.search(r"planned training runs: ([\d,]+)", printed)

@@ -125,3 +125,25 @@ def test_report_is_readable():
     assert "trainable of" in str(pc)
     table = pc.table()
     assert table.loc["total trainable", "parameters"] == pc.trainable
+
+
+# The packaged MiniLM's shape (6 blocks, d = 384, FFN 1536, 30,522 tokens, 512 positions) with a 2-way head.
+MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, vocab_size=30522)
+MINILM_BASE = 22_713_216  # its BertModel: embeddings, 6 blocks, pooler
+MINILM_HEAD = 384 * 2 + 2
+
+
+@pytest.mark.parametrize("name,kw,own", [
+    ("head-only", {}, 0),
+    ("prompt-tuning", {}, 100 * 384),  # n x d, 100 tokens (Compacter §5.5)
+    ("prompt-tuning", {"prompt_tokens": 20}, 20 * 384),
+    ("lora", {}, 6 * 2 * 8 * (384 + 384)),  # r (in + out) per target: query and value of 6 blocks, r = 8
+    ("lora", {"rank": 2, "lora_targets": ("query", "key", "value", "intermediate.dense")},
+     6 * (3 * 2 * (384 + 384) + 2 * (384 + 1536))),
+])
+def test_baselines_on_the_minilm_shape(name, kw, own):
+    model = al.adapt(on_meta(BertForSequenceClassification, BertConfig(num_labels=2, **MINILM)), name, **kw)
+    pc = al.count_parameters(model)
+    assert pc.base_total == MINILM_BASE  # what adapt adds is not base
+    assert pc.trainable == own + MINILM_HEAD
+    assert pc.by_group["head"] == MINILM_HEAD

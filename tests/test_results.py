@@ -262,3 +262,22 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     assert len(entries) == 40
     assert {(e["record"]["worker"], e["record"]["i"]) for e in entries} == \
         {(w, i) for w in range(2) for i in range(20)}
+
+
+def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypatch):
+    """The project's one atomic write: text or bytes, the folder made, the old file intact on failure."""
+    from adapterlab.results import atomic_write
+
+    path = tmp_path / "new" / "table.csv"
+    atomic_write(path, "a,b\n1,2\n")
+    assert path.read_bytes() == b"a,b\n1,2\n" and oct(path.stat().st_mode & 0o777) == "0o644"
+    atomic_write(path, b"\x00\x01")
+    assert path.read_bytes() == b"\x00\x01"
+
+    def broken_replace(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("adapterlab.results.os.replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(path, "never seen")
+    assert path.read_bytes() == b"\x00\x01" and sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]

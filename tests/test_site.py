@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from adapterlab import site
+from adapterlab import exercises, site
 from test_browser import CHROMIUM_FLAGS, chromium  # noqa: F401  (fixture shared with it)
 from test_notebooks import NOTEBOOKS, smoke_run, smoke_runner  # noqa: F401  (fixtures shared with it)
 
@@ -60,6 +60,34 @@ def test_prepare_collapses_solutions_and_keeps_the_page_offline():
     assert written.source.startswith('<details class="solution">') and "near the identity" in written.source
 
 
+def test_prepare_folds_each_check_into_its_solution_so_a_folded_solution_hides_its_pass():
+    nb = new_notebook(cells=[
+        new_code_cell("def f(): return 2", metadata={"tags": ["solution"], "exercise": "05.x"}),
+        new_code_cell('check("05.x", f);', outputs=[new_output("stream", name="stdout", text="[PASS] 05.x: slope 2.00\n")]),
+        new_code_cell('check("05.y", g);', outputs=[new_output("stream", name="stdout", text="[NOT YET] 05.y: hint\n")]),
+    ])
+    cells = site.prepare(nb).cells
+    assert len(cells) == 2, "the check below a solution joins it; a check below a stub stays (no answer to hide)"
+    solution = cells[0]
+    assert "hide-cell" in solution.metadata.tags and 'check("05.x", f)' in solution.source
+    assert [o["text"] for o in solution.outputs] == ["[PASS] 05.x: slope 2.00\n"]
+
+
+def test_prepare_cuts_machine_paths_from_outputs_but_leaves_urls_and_fractions():
+    text = ("figures go to /tmp/pytest-of-root/smoke0/04/figures/smoke\n/work/main/figures/default/heat.png\n"
+            "/work/main/.venv/lib/python3.11/site-packages/transformers/x.py:3: FutureWarning\n"
+            "see https://example.org/data/x, 3/4 of it, 12.5 it/s\nadapter at /tmp/tmpywphkbnz was trained\n")
+    nb = new_notebook(cells=[new_code_cell("print(path)", outputs=[
+        new_output("stream", name="stdout", text=text),
+        new_output("execute_result", data={"text/plain": "PosixPath('/home/me/adapterlab/figures/a.png')"})])])
+    stream, result = site.prepare(nb).cells[0].outputs
+    assert stream["text"] == ("figures go to figures/smoke\nfigures/default/heat.png\n"
+                              "site-packages/transformers/x.py:3: FutureWarning\n"
+                              "see https://example.org/data/x, 3/4 of it, 12.5 it/s\n"
+                              "adapter at tmpywphkbnz was trained\n")
+    assert result["data"]["text/plain"] == "PosixPath('figures/a.png')"
+
+
 def test_landing_page_lists_the_notebooks_in_order_with_recorded_times(tmp_path):
     for stem, title, text in [("02_second", "02 · Second step", "It trains.\nIn this notebook we"),
                               ("01_first", "01 · First step", "What 01_first teaches.")]:
@@ -69,13 +97,34 @@ def test_landing_page_lists_the_notebooks_in_order_with_recorded_times(tmp_path)
         "01_first": {"cpu": {"seconds": 42.4, "trained": False}},
         "02_second": {"cpu": {"seconds": 600, "trained": True}, "gpu": {"seconds": 75, "trained": True}}}))
     notebooks = site.executed_notebooks([tmp_path])
-    page = site.landing_page(notebooks, site.timings(notebooks), "default")
+    page = site.landing_page(notebooks, site.timings(notebooks), "default", stores_runs={"02_second"})
     assert list(notebooks) == ["01_first", "02_second"]
     assert page.index("1. [First step](01_first.ipynb): What 01_first teaches.") < page.index(
         "2. [Second step](02_second.ipynb): It trains.\n")  # whole sentences, not the lead into a list
-    assert "| 01 | [First step](01_first.ipynb) | 42 s (cached results) | not measured |" in page
-    assert "| 02 | [Second step](02_second.ipynb) | 10 min (training) | 75 s (training) |" in page
+    assert ("| # | Notebook | From the committed results (CPU) | Training its runs (CPU) "
+            "| From the committed results (GPU) | Training its runs (GPU) |") in page
+    assert "| 01 | [First step](01_first.ipynb) | 42 s | — (stores no runs) | — | — (stores no runs) |" in page
+    assert ("| 02 | [Second step](02_second.ipynb) | — | 10 min (last run that trained) "
+            "| — | 75 s (last run that trained) |") in page
+    assert "Notebook 01 stores no runs" in page and "not measured" not in page
     assert "More." not in page  # only the first paragraph
+
+
+def test_without_a_gpu_run_the_landing_page_says_why_once_instead_of_a_gpu_column(tmp_path):
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# 01 · First\n\nText.")]), tmp_path / "01_first.ipynb")
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# 05 · Init\n\nText.")]), tmp_path / "05_init.ipynb")
+    notebooks = site.executed_notebooks([tmp_path])
+    times = {"01_first": {"cpu": {"training": {"seconds": 36}, "cached": {"seconds": 120}}},
+             "05_init": {"cpu": {"cached": {"seconds": 20}, "training": {"seconds": 480},
+                                 "from_scratch": {"seconds": 3600}}}}
+    page = site.landing_page(notebooks, times, "default", stores_runs={"05_init"})
+    table = [line for line in page.splitlines() if line.startswith("|")]
+    assert table and not any("GPU" in line for line in table)  # no GPU column
+    assert page.count("no run of these notebooks on a GPU has been recorded yet") == 1
+    # 01 computes everything on every run: its time is one number, not "2 min (cached), 36 s (training)"
+    assert "| 01 | [First](01_first.ipynb) | 2 min | — (stores no runs) |" in page
+    # where the stored runs' sum is known it is shown, not the last run that trained (maybe only the missing runs)
+    assert "| 05 | [Init](05_init.ipynb) | 20 s | 60 min (sum of its stored runs) |" in page
 
 
 def test_timings_keep_the_last_cached_run_and_the_last_run_that_trained(tmp_path):
@@ -94,16 +143,8 @@ def test_timings_keep_the_last_cached_run_and_the_last_run_that_trained(tmp_path
                               trained_dir=results)  # it only rewrote the tidy CSV from the cache
     assert json.loads((results / "timings.json").read_text())["01_first"]["cpu"]["seconds"] == 1800.0
     times = site.timings(site.executed_notebooks([build]), [results / "timings.json"])
-    assert site._duration(times["01_first"]["cpu"]) == "20 s (cached results), 30 min (training)"
-
-
-def test_the_from_scratch_sum_replaces_the_last_run_that_trained():
-    # a run that trained may have trained only the missing runs (8 min here), so where the stored runs' sum
-    # is known it is the one shown
-    kinds = {"cached": {"seconds": 20}, "training": {"seconds": 480}, "from_scratch": {"seconds": 3600}}
-    assert site._duration(kinds) == "20 s (cached results), 60 min (from scratch)"
-    assert site._duration({"training": {"seconds": 480}}) == "8 min (training)"
-
+    assert site._redraw_and_training(times["01_first"]["cpu"], stores_runs=True) == (
+        "20 s", "30 min (last run that trained)")
 
 
 def test_timings_take_the_from_scratch_sums_of_the_notebooks_shown(tmp_path):
@@ -222,10 +263,24 @@ def test_harness_reports_a_broken_page(browser, serve, tmp_path):
 
 # ---------------------------------------------------------------- the site of the smoke run
 
+def solved(nb, solutions):
+    """The executed student notebook as the teacher's version shows it: each stub replaced by its
+    solution (tagged `solution`), and the check below it printing what a right answer prints, a
+    [PASS] line. (The smoke run executed the stubs; running the solutions too would double its cost,
+    and test_exercises proves that they pass.)"""
+    nb = nbformat.from_dict(exercises.with_solutions(nb, solutions))
+    for cell, after in zip(nb.cells, nb.cells[1:]):
+        if "solution" in cell.metadata.get("tags", []) and "check(" in after.source:
+            name = cell.metadata["exercise"]
+            after.outputs = [new_output("stream", name="stdout", text=f"[PASS] {name}: the answer's own numbers\n")]
+    return nb
+
+
 @pytest.fixture(scope="module")
 def built_site(smoke_runner, smoke_run, tmp_path_factory):  # noqa: F811
-    """The site built from copies of the smoke run's executed notebooks, one cell of 01 tagged
-    `solution` (code and markdown) unless the notebooks already have solutions."""
+    """The site built from copies of the smoke run's executed notebooks, in their solved version
+    (solved()), and one markdown cell of 01 tagged `solution` (one code cell too, unless 01 has
+    exercises)."""
     if not NOTEBOOKS:
         pytest.fail("no notebooks in notebooks/")
     smoke_runner.start(smoke=NOTEBOOKS)  # all at once, JOBS at a time, when this file runs alone
@@ -237,14 +292,18 @@ def built_site(smoke_runner, smoke_run, tmp_path_factory):  # noqa: F811
     base = tmp_path_factory.mktemp("site")
     for run in runs:
         shutil.copytree(run.executed.parent, base / "executed" / run.notebook.stem[:2])
+        copy = base / "executed" / run.notebook.stem[:2] / run.notebook.name
+        solutions_file = run.notebook.parent / "solutions" / f"{run.notebook.stem}.py"
+        if solutions_file.exists():
+            nbformat.write(solved(nbformat.read(copy, as_version=4), exercises.read_solutions(solutions_file)), copy)
     first = base / "executed" / NOTEBOOKS[0].stem[:2] / NOTEBOOKS[0].name
     nb = nbformat.read(first, as_version=4)
-    if not any("solution" in c.metadata.get("tags", []) for c in nb.cells):
-        code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()][-1]
-        text = [c for c in nb.cells if c.cell_type == "markdown"][-1]
-        for cell in (code, text):
-            cell.metadata.setdefault("tags", []).append("solution")
-        nbformat.write(nb, first)
+    tagged = [c.cell_type for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()][-1]
+    text = [c for c in nb.cells if c.cell_type == "markdown"][-1]
+    for cell in [*([code] if "code" not in tagged else []), *([text] if "markdown" not in tagged else [])]:
+        cell.metadata.setdefault("tags", []).append("solution")
+    nbformat.write(nb, first)
     index = site.build([base / "executed"], base / "out", profile="smoke")
     return index.parent, runs
 
@@ -259,8 +318,8 @@ def test_site_pages_are_offline_and_show_what_the_notebooks_ran(built_site):
     assert not offenders, f"pages that load something from the network: {offenders}"
     landing = (html / "index.html").read_text(encoding="utf-8")
     recorded = json.loads((runs[0].executed.parent / "timings.json").read_text())[runs[0].notebook.stem]["cpu"]
-    assert site._duration({"training": recorded}) in landing, "the landing page shows the recorded CPU time"
-    assert landing.count("not measured") >= len(NOTEBOOKS), "the GPU column says the time was not measured"
+    assert site._seconds(recorded["seconds"]) in landing, "the landing page shows the recorded CPU time"
+    assert "not measured" not in landing and landing.count("on a GPU has been recorded yet") == 1
 
 
 @pytest.mark.slow
@@ -303,3 +362,114 @@ def test_site_works_in_chromium(built_site, browser, serve):
         toggle.locator("summary").click()
         assert toggle.get_attribute("open") is not None and hidden.is_visible()
     assert not visit.problems, visit.problems
+
+
+# ---------------------------------------------------------------- nothing given away, no clutter, kernel-free explorers
+
+# the start of an absolute path of a build machine (Linux, macOS) in an output
+MACHINE_PATH = re.compile(r"(?<![\w.:/-])/(?:tmp|work|root|home|usr|opt|var|srv|mnt|private|Users|builds?)/")
+# what a figure shows: its traces (visibility, data, text), title, annotations and shapes
+FIGURE_STATE = ("gd => JSON.stringify([gd.data.map(t => [t.visible, t.x, t.y, t.z, t.text]), gd.layout.title, "
+                "gd.layout.annotations, gd.layout.shapes])")
+
+
+def unresponsive_controls(page, figure):
+    """(controls clicked, problems): every plotly control of `figure` (button rows, dropdowns, sliders)
+    is used once (the last option; a slider's far end) and must change what the figure shows."""
+    clicked, problems = 0, []
+
+    def shown():
+        return figure.evaluate(FIGURE_STATE)
+
+    for n, menu in enumerate(figure.locator("g.updatemenu-container").all(), 1):
+        before = shown()
+        header = menu.locator("g.updatemenu-header")
+        if header.count():  # a dropdown: open it first
+            header.first.click()
+            options = menu.locator("g.updatemenu-dropdown-button")
+            options.first.wait_for(timeout=5000)
+        else:
+            options = menu.locator("g.updatemenu-button")
+        if options.count() < 2:
+            continue
+        options.last.click()
+        page.wait_for_timeout(300)  # plotly redraws synchronously; this covers its transitions
+        clicked += 1
+        if shown() == before:
+            problems.append(f"menu {n} ({options.count()} options): choosing the last changed nothing")
+    for n, slider in enumerate(figure.locator("g.slider-container").all(), 1):
+        before = shown()
+        rail = slider.locator("rect.slider-rail-touch-rect").first
+        rail.scroll_into_view_if_needed()  # a mouse click lands only inside the viewport
+        box = rail.bounding_box()
+        page.mouse.click(box["x"] + 0.97 * box["width"], box["y"] + box["height"] / 2)
+        page.wait_for_timeout(300)
+        clicked += 1
+        if shown() == before:
+            problems.append(f"slider {n}: moving it to its end changed nothing")
+    return clicked, problems
+
+
+@pytest.mark.slow
+def test_harness_sees_a_dead_control_and_a_live_one(browser, serve, tmp_path):
+    """unresponsive_controls is not vacuous: buttons, a dropdown and a slider that switch traces
+    respond; the same buttons with no effect are reported."""
+    import plotly
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    def figure(**menus):
+        fig = go.Figure([go.Scatter(y=[1, 2, 3]), go.Scatter(y=[3, 1, 2], visible=False)])
+        return fig.update_layout(**menus)
+
+    views = [dict(label=label, method="update", args=[{"visible": visible}])
+             for label, visible in (("first", [True, False]), ("second", [False, True]))]
+    dead = [dict(label=label, method="update", args=[{}]) for label in ("first", "second")]
+    figures = [figure(updatemenus=[dict(type="buttons", buttons=views)]),
+               figure(updatemenus=[dict(type="dropdown", buttons=views)]),
+               figure(sliders=[dict(steps=views)]), figure(updatemenus=[dict(type="buttons", buttons=dead)])]
+    shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", tmp_path)
+    body = "".join(pio.to_html(f, include_plotlyjs=False, full_html=False) for f in figures)
+    (tmp_path / "index.html").write_text(f'<html><head><script src="plotly.min.js"></script></head><body>{body}</body></html>')
+    visit = Visit(browser, serve(tmp_path))
+    visit.open(visit.base + "index.html")
+    results = [unresponsive_controls(visit.page, f) for f in visit.page.locator(".plotly-graph-div").all()]
+    assert [r[0] for r in results] == [1, 1, 1, 1]
+    assert [bool(r[1]) for r in results] == [False, False, False, True], results
+
+
+@pytest.mark.slow
+def test_site_gives_nothing_away_shows_no_machine_paths_and_its_explorers_work(built_site, browser, serve):
+    """On every notebook page: no ipywidgets text dump (VBox(/HBox(), no absolute path of the build
+    machine in any output, no [PASS] line visible while its solution is folded (and each shows once
+    the solutions are opened), and every plotly control (the kernel-free explorers) changes its
+    figure when clicked."""
+    html, _ = built_site
+    base = serve(html)
+    visit = Visit(browser, base)
+    problems, controls, passes = [], 0, 0
+    for notebook in NOTEBOOKS:
+        url = f"{base}{notebook.stem}.html"
+        problems += visit.open(url)
+        page = visit.page
+        text = page.locator("article").first.inner_text()
+        problems += [f"{notebook.stem}: a widget's text dump ({dump}) instead of an explorer"
+                     for dump in ("VBox(", "HBox(") if dump in text]
+        outputs = page.eval_on_selector_all(".cell_output", "els => els.map(e => e.textContent)")  # folded too
+        problems += [f"{notebook.stem}: an output shows a machine path: ...{m.string[max(0, m.start() - 40):m.end() + 40]!r}"
+                     for m in (MACHINE_PATH.search(o) for o in outputs) if m]
+        passed = page.locator(".cell_output").filter(has_text="[PASS]")
+        passes += passed.count()
+        problems += [f"{notebook.stem}: a [PASS] line is visible with its solution folded"
+                     for i in range(passed.count()) if passed.nth(i).is_visible()]
+        for toggle in page.locator(".tag_solution details > summary").all():
+            toggle.click()
+        problems += [f"{notebook.stem}: a [PASS] line stays hidden with every solution open"
+                     for i in range(passed.count()) if not passed.nth(i).is_visible()]
+        for figure in page.locator(".plotly-graph-div").all():
+            clicked, dead = unresponsive_controls(page, figure)
+            controls += clicked
+            problems += [f"{notebook.stem}: {p}" for p in dead]
+    assert not problems, "\n".join(problems)
+    assert passes, "no [PASS] line on any page: the solved notebooks did not reach the site"
+    assert controls, "no explorer control (plotly buttons, dropdown or slider) on any page"

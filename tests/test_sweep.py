@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapterlab import experiments as ex
+from adapterlab import planning
+from adapterlab.labels import FAMILIES
 from adapterlab import sweep as sw
 from adapterlab.results import ResultStore
 
@@ -50,7 +51,7 @@ def metrics(entry):
 
 
 def planned_keys():
-    return {sw.Run("init_scale", ex.run_key(c, "smoke", "init_scale"), c).id for c in ex.plan("smoke", "init_scale")}
+    return {sw.Run("init_scale", planning.run_key(c, "smoke", "init_scale"), c).id for c in planning.plan("smoke", "init_scale")}
 
 
 # ----------------------------------------------------------------------------- workers with faults
@@ -178,21 +179,21 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
     from adapterlab import inject
 
     assert sw.sweep("smoke", only="03", max_parallel=2, progress=False) == 0
-    planned = ex.plan("smoke", "teaching")
+    planned = planning.plan("smoke", "teaching")
     assert {e["key"] for e in stored(out, "teaching")} == {
-        sw.Run("teaching", ex.run_key(c, "smoke", "teaching"), c).id for c in planned}
+        sw.Run("teaching", planning.run_key(c, "smoke", "teaching"), c).id for c in planned}
     store = ResultStore(out / "data" / "results" / "smoke")
-    swap = [c for c in planned if ex.keeps_adapter("smoke", "teaching", c)]
+    swap = [c for c in planned if planning.keeps_adapter("smoke", "teaching", c)]
     assert len(swap) == 2 and {c.task for c in swap} == {"synthetic", "airline"}  # one per task of the demo
     for c in planned:
-        folder = store.checkpoint_dir(ex.run_key(c, "smoke", "teaching"))
-        assert (folder / inject.ADAPTER_CONFIG).exists() == (c in swap), ex.describe(c)
+        folder = store.checkpoint_dir(planning.run_key(c, "smoke", "teaching"))
+        assert (folder / inject.ADAPTER_CONFIG).exists() == (c in swap), planning.describe(c)
     assert sw.missing("smoke", "03") == []
 
 
 def test_only_names_notebooks_or_families():
     assert sw.families("04,6") == ["layer_removal", "param_performance"]
     assert sw.families(["low_resource"]) == ["low_resource"]
-    assert sw.families(None) == ["teaching", *ex.FAMILIES] and sw.families("3") == ["teaching"]
+    assert sw.families(None) == ["teaching", *FAMILIES] and sw.families("3") == ["teaching"]
     with pytest.raises(ValueError, match="05 \\(init_scale\\)"):
         sw.families("02")  # 01 and 02 train nothing

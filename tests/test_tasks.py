@@ -39,6 +39,7 @@ def test_unknown_task_names_the_known_ones():
 def test_registry_has_every_task():
     expected = {"synthetic", "synthetic-pair", "airline", "glue/mnli-mm"}
     expected |= {f"glue/{t}" for t in ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte")}
+    expected |= {f"tweets/{t}" for t in ("deflategate", "apple", "coachella", "self-driving", "claritin")}
     assert expected == set(tasks.TASKS)
 
 
@@ -74,6 +75,74 @@ def test_majority_baseline_predicts_the_most_frequent_train_label(airline):
     test_labels = np.asarray(airline.splits["test"]["label"])
     assert baseline == {"accuracy": pytest.approx(np.mean(test_labels == 0))}  # 0 = negative, the majority
     assert 0.6 < baseline["accuracy"] < 0.66
+
+
+# ---------------------------------------------------------------- tweet domains
+
+TOPIC_TASKS = [f"tweets/{d}" for d in tasks.TWEET_TOPICS]
+
+
+@pytest.fixture(scope="module")
+def domains():
+    return tasks.tweet_domains()
+
+
+def test_the_domain_rule_assigns_almost_every_tweet(domains):
+    # counts of the committed corpus under the rule (tasks.TWEET_TOPICS): a change of a pattern shows here
+    assert len(domains) == 38158
+    assert domains["domain"].value_counts().to_dict() == {
+        "airline": 14638, "deflategate": 9377, "self-driving": 4720, "apple": 3795, "coachella": 3721,
+        "claritin": 1693}
+    dropped = domains["domain"].isna()
+    assert dropped.sum() == 214 and dropped.mean() < 0.01  # coverage > 99%
+    # dropped = ambiguous: no pattern or two; an assigned non-airline tweet matches exactly one
+    assert set(domains.loc[dropped, "matches"]) <= {0, 2}
+    assert (domains.loc[~dropped & (domains["domain"] != "airline"), "matches"] == 1).all()
+
+
+def test_airline_handles_win_over_topic_patterns(domains):
+    handle = domains["text"].str.contains("@(?:" + "|".join(tasks.AIRLINE_HANDLES) + ")", case=False)
+    assert (domains.loc[handle, "domain"] == "airline").all()
+    assert (domains.loc[~handle, "domain"] != "airline").all()
+
+
+def test_no_tweet_is_in_two_domains():
+    seen = {name: set().union(*(set(d["text"]) for d in load_task(name).splits.values()))
+            for name in ["airline", *TOPIC_TASKS]}
+    assert sum(map(len, seen.values())) == len(set().union(*seen.values()))
+
+
+@pytest.mark.parametrize("name", TOPIC_TASKS)
+def test_tweet_domain_splits_are_disjoint_and_stratified(name):
+    task = load_task(name)
+    sizes = {split: len(data) for split, data in task.splits.items()}
+    total = sum(sizes.values())
+    # train_test_split rounds the held-out share up: 20% of the rows, then half of those
+    assert sizes["validation"] + sizes["test"] == -(-total // 5)
+    assert task.label_names == ["negative", "neutral", "positive"] and task.metric == "accuracy"
+    seen = [set(data["text"]) for data in task.splits.values()]
+    assert sum(len(s) for s in seen) == len(set.union(*seen)) == total  # disjoint, no duplicate text
+    counts = {split: np.bincount(data["label"], minlength=3) for split, data in task.splits.items()}
+    # stratified: each split's count of a class is its share of the whole, up to rounding (one per cut)
+    whole = sum(counts.values())
+    for split, size in sizes.items():
+        assert np.all(np.abs(counts[split] - whole * size / total) <= 2), (split, counts[split])
+
+
+def test_class_counts_per_domain():
+    counts = {name: np.bincount(np.concatenate([d["label"] for d in load_task(name).splits.values()]),
+                                minlength=3).tolist() for name in TOPIC_TASKS}
+    assert counts == {"tweets/deflategate": [5012, 3135, 1229], "tweets/apple": [1100, 1662, 371],
+                      "tweets/coachella": [550, 912, 2259], "tweets/self-driving": [109, 4147, 455],
+                      "tweets/claritin": [87, 1391, 185]}
+
+
+def test_an_unknown_domain_lists_the_valid_names():
+    with pytest.raises(ValueError, match="unknown tweet domain 'tweets/apples'.*airline.*tweets/apple.*tweets/claritin"):
+        load_task("tweets/apples")
+    with pytest.raises(ValueError, match="unknown tweet domain 'ski'.*tweets/coachella"):
+        tasks.tweet_task("ski")
+    assert tasks.tweet_task("apple") == "tweets/apple" and tasks.tweet_task("airline") == "airline"
 
 
 # ---------------------------------------------------------------- synthetic

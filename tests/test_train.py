@@ -142,56 +142,67 @@ def test_bad_arguments_print_one_clear_line_and_exit_2(args, message):
 
 # ----------------------------------------------------------------------------- convergence rule
 
-def curve(*points):
-    return [{"step": s, "train_loss": loss, "validation": v} for s, loss, v in points]
+N = 1000  # validation examples of the hand-made checkpoints
 
 
-def test_convergence_needs_a_plateau_and_a_loss_under_the_class_entropy():
-    entropy = 0.91  # airline's class mix
-    plateau = curve((40, 0.8, 0.70), (80, 0.5, 0.815), (120, 0.45, 0.82))
-    assert T.convergence(plateau, entropy) == {"converged": True, "final_train_loss": 0.45,
-                                               "plateau_gain": pytest.approx(0.005), "plateau_se": None}
-    still_climbing = curve((40, 0.8, 0.70), (80, 0.6, 0.76), (120, 0.5, 0.80))
-    assert not T.convergence(still_climbing, entropy)["converged"]  # +4 points in the last third
-    at_the_class_mix = curve((40, 0.95, 0.63), (80, 0.93, 0.63), (120, 0.92, 0.63))  # flat, but learned nothing
-    assert not T.convergence(at_the_class_mix, entropy)["converged"]
-    assert T.convergence(at_the_class_mix, None)["converged"]  # no entropy (regression): the plateau decides
-    assert not T.convergence(curve((120, 0.1, 0.9)), entropy)["converged"]  # one evaluation shows no plateau
-    assert T.convergence([], entropy)["final_train_loss"] is None
+def checkpoint(flip_up=0, flip_down=0):
+    """Correct bits of a checkpoint that, against a base at 80%, gets `flip_up` more examples right and
+    `flip_down` of the base's right ones wrong: the two disagree on flip_up + flip_down examples."""
+    bits = [1] * 800 + [0] * 200
+    for i in range(flip_down):
+        bits[i] = 0
+    for i in range(800, 800 + flip_up):
+        bits[i] = 1
+    return bits
 
 
-def test_a_gain_within_the_noise_of_the_validation_set_is_a_plateau():
-    n = 1000
-
-    def checkpoints(disagree, gained):  # the last third gains `gained` examples, the two disagree on `disagree`
-        a = [1] * 800 + [0] * 200
-        b = list(a)
-        for i in list(range(disagree // 2)) + list(range(800, 800 + disagree // 2 + gained)):
-            b[i] = 1 - b[i]
-        return curve_with_bits((60, 0.5, a), (120, 0.45, a), (180, 0.4, b), n=n)
-
-    noisy = T.convergence(checkpoints(disagree=200, gained=15), 0.91)  # +1.5 points, 215 examples disagree
-    assert noisy["plateau_gain"] == pytest.approx(0.015)
-    assert noisy["plateau_se"] == pytest.approx(math.sqrt((215 / n - 0.015 ** 2) / (n - 1)))  # 1.47 points
-    assert noisy["converged"]  # 1.5 < 2 x 1.5: the validation set cannot tell this gain from noise
-    real = T.convergence(checkpoints(disagree=20, gained=15), 0.91)  # the same gain, 35 disagree: SE 0.59
-    assert not real["converged"] and real["plateau_gain"] > 2 * real["plateau_se"]
-    small = T.convergence(checkpoints(disagree=0, gained=5), 0.91)  # +0.5 with SE 0.22: under one point anyway
-    assert small["converged"] and small["plateau_gain"] > 2 * small["plateau_se"]
-
-
-def curve_with_bits(*points, n):
+def curve_with_bits(*points, n=N):
     return [{"step": s, "train_loss": loss, "validation": sum(c) / n, "correct": T.correct_bits(c), "examples": n}
             for s, loss, c in points]
 
 
-def test_paired_difference_counts_only_the_examples_two_checkpoints_disagree_on():
-    a, b = [1, 1, 0, 0, 1, 0, 1, 1, 1], [1, 0, 1, 1, 1, 0, 1, 1, 1]  # 9 examples: not a whole byte
-    d, se = T.paired_difference(T.correct_bits(a), T.correct_bits(b), len(a))
-    assert d == pytest.approx(np.mean(b) - np.mean(a))  # 8/9 - 6/9
-    diffs = np.array(b) - np.array(a)  # +1 twice, -1 once: the standard error of their mean
-    assert se == pytest.approx(diffs.std(ddof=1) / np.sqrt(len(a)))
-    assert T.paired_difference(T.correct_bits(a), T.correct_bits(a), len(a)) == (0.0, 0.0)
+def last_third(bits, loss=0.4):  # two early checkpoints at the base, then the last third's best
+    return curve_with_bits((60, 0.6, checkpoint()), (120, 0.5, checkpoint()), (180, loss, bits))
+
+
+def test_a_flat_noisy_curve_with_a_small_se_has_converged():
+    # 20 examples gained, 20 lost: gain 0, SE sqrt(40/1000/999) = 0.63 points; bound 0 + 1.645 x 0.63 = 1.04 < 1.5
+    verdict = T.convergence(last_third(checkpoint(20, 20)), 0.91)
+    assert verdict["plateau_gain"] == 0 and verdict["plateau_se"] == pytest.approx(math.sqrt(40 / N / (N - 1)))
+    assert verdict["converged"] and verdict["rule_version"] == T.CONVERGENCE_RULE_VERSION == 3
+
+
+def test_a_gain_of_1_2_points_with_se_0_6_is_still_rising():
+    # 24 gained, 12 lost: +1.2 points, SE sqrt((36/1000 - 0.012^2)/999) = 0.60; bound 1.2 + 0.99 = 2.2 >= 1.5.
+    # Rule 3 asks the interval to show that the gain is small, not that it is too small to detect.
+    verdict = T.convergence(last_third(checkpoint(24, 12)), 0.91)
+    assert verdict["plateau_gain"] == pytest.approx(0.012) and verdict["plateau_se"] == pytest.approx(0.00599, abs=1e-5)
+    assert not verdict["converged"]
+    assert not T.converged(0.011, 0.006, 0.4, 0.91)  # +1.1 < 2 SE = 1.2: rule 2 called this a plateau
+
+
+def test_a_gain_that_cannot_be_measured_never_counts_as_converged():
+    no_bits = [{"step": s, "train_loss": 0.4, "validation": 0.82} for s in (60, 120, 180)]  # flat, but no record
+    assert T.convergence(no_bits, 0.91) == {"converged": False, "final_train_loss": 0.4, "plateau_gain": 0.0,
+                                            "plateau_se": None, "rule_version": 3}
+    one = T.convergence(curve_with_bits((180, 0.1, checkpoint())), 0.91)  # one evaluation shows no plateau
+    assert not one["converged"] and one["plateau_gain"] is None
+    assert T.convergence([], 0.91)["final_train_loss"] is None
+    assert not T.converged(float("nan"), float("nan"), 0.4, 0.91)  # a table row without the record
+
+
+def test_converged_also_needs_a_loss_under_the_class_entropy():
+    flat_at_the_class_mix = last_third(checkpoint(), loss=0.92)  # gain 0, SE 0: flat, but learned nothing
+    assert not T.convergence(flat_at_the_class_mix, 0.91)["converged"]
+    assert T.convergence(flat_at_the_class_mix, None)["converged"]  # no entropy (regression): the plateau decides
+    assert T.convergence(last_third(checkpoint(), loss=0.72), 0.91)["converged"]  # 0.72 < 0.8 x 0.91 = 0.728
+
+
+def test_stored_verdicts_keep_the_rule_they_were_made_under():
+    assert T.stored_rule_version({"rule_version": 3}) == 3
+    assert T.stored_rule_version({}, created="2026-12-01T20:10:35+00:00") == 1  # before dbca7ac
+    assert T.stored_rule_version({}, created="2026-12-02T02:48:14+00:00") == 2
+    assert T.stored_rule_version({}) is None  # neither recorded nor dated: unknown, not guessed
 
 
 def test_each_validation_records_which_examples_it_got_right():
@@ -205,8 +216,9 @@ def test_each_validation_records_which_examples_it_got_right():
     assert record["plateau_se"] == se  # the verdict's noise is that of the two checkpoints it compares
 
 
-def test_a_run_records_its_verdict_and_the_class_entropy():
+def test_a_run_records_its_verdict_its_rule_version_and_the_class_entropy():
     record = quick_run(train={"max_steps": 60, "eval_every": 20})
+    assert record["rule_version"] == T.CONVERGENCE_RULE_VERSION
     assert record["class_entropy"] == pytest.approx(T.class_entropy(load_task("synthetic").splits["train"]["label"]))
     assert 0.9 < record["class_entropy"] < 1.1  # three classes, nearly balanced: close to ln 3
     verdict = T.convergence(record["curve"], record["class_entropy"])

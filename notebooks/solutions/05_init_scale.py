@@ -12,4 +12,5 @@ exponent = 2
 
 # %% exercise: 05.collapsed
 def count_collapsed(df):
-    return int((df["value"] - df["baseline"] < 0.01).sum())
+    # collapsed: ended less than 3 points above always answering the majority class (below it counts too)
+    return int((df["value"] - df["baseline"] < 0.03).sum())

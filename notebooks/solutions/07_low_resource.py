@@ -7,10 +7,16 @@ def nested_subsets(n, sizes, seed):
 
 # %% exercise: 07.better_beyond_noise
 def sizes_better(df, method):
+    # runs of the same seed train on the same subset in the same order, so pair them: the noise they share
+    # cancels in each seed's difference. Beyond the noise: the 95% t interval of those differences
+    # (n - 1 degrees of freedom) lies above zero.
+    from scipy import stats
+
     better = []
     for size, g in df.groupby("train_size"):
-        a, b = g[g["method"] == method]["value"], g[g["method"] == "full"]["value"]
-        se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-        if a.mean() - b.mean() > 2 * se:
+        by_seed = g.pivot_table(index="seed", columns="method", values="value")
+        d = (by_seed[method] - by_seed["full"]).dropna()
+        half_width = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        if d.mean() - half_width > 0:
             better.append(int(size))
     return better
