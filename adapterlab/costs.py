@@ -104,7 +104,8 @@ def plan_table(profile, families=PLANNED):
         for setting in g["setting"]:
             for k, v in setting.items():
                 values.setdefault(k, set()).add(v)
-        grid = " ".join(f"{k}={'/'.join(f'{v:g}' for v in sorted(vs))}" for k, vs in values.items())
+        shown = lambda v: f"{v:g}" if isinstance(v, (int, float)) else str(v)  # noqa: E731  (prompt_init="vocab")
+        grid = " ".join(f"{k}={'/'.join(shown(v) for v in sorted(vs, key=str))}" for k, vs in values.items())
         hours = g["hours"].sum() if g["hours"].notna().all() else float("nan")
         groups.append(dict(family=family, model=model, task=task, method=name, grid=grid,
                            seeds=",".join(str(s) for s in sorted(set(g["seed"]))), runs=len(g),

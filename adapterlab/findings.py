@@ -486,6 +486,22 @@ def test_examples(profile, task):
     return min(cap, n) if cap else n
 
 
+def budget_control(df):
+    """Lines on a family's budget controls (tables.budget_control): each control's run at twice the steps
+    against its 1x run, paired by example on the test split; it passes when the longer run is shown to gain
+    less than the margin (stats.gain_below_margin), i.e. the family's conclusions rest on enough training."""
+    if df is None or df.empty:
+        return []
+    passed = int(df["passes"].sum())
+    out = [f"- budget control ({passed} of {len(df)} pass: twice the steps gains < {stats.MARGIN * 100:g} points, "
+           f"one-sided 95%, paired by example on the test split):"]
+    for r in df.itertuples():
+        out.append(f"  - {r.label} ({r.entry}), seed {r.seed}: {pts(r.value)} at {r.steps} steps, {pts(r.value_2x)} at "
+                   f"{r.steps_2x}; gain {pts(r.gain, True)} ± {pts(2 * r.gain_se)} (2 SE): "
+                   + ("passes" if r.passes else "**does not pass: this family needs a larger budget**"))
+    return out
+
+
 def report(profile="default"):
     """Markdown of every training notebook's findings from the profile's stored runs (03) and committed CSVs
     (04-07), closed by the list of every paper claim with its verdict and the numbers behind it."""
@@ -504,6 +520,7 @@ def report(profile="default"):
         if df is None or df.empty:
             continue
         lines, found = READERS[family](df)
+        lines += budget_control(load(profile, f"{family}_budget_control"))
         seconds, runs, what = from_scratch(profile, family)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
@@ -533,7 +550,7 @@ def machines(records):
     """Where the records' seconds were measured: 'AMD EPYC (AVX512) 46 run(s), ...', most runs first.
     Records older than the `machine` field say so instead of guessing."""
     counts = Counter(r.get("machine", "machine not recorded") for r in records)
-    return ", ".join(f"{name} {n} run(s)" for name, n in counts.most_common())
+    return ", ".join(f"{name} {n} run(s)" for name, n in counts.most_common()) or "no run stored"
 
 
 def total_time(profile):

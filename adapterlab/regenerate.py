@@ -279,7 +279,7 @@ def _store_files(root, profile):
     """{family: mtime of its store file} (0 when absent): a notebook trained when its family's changed."""
     folder = root / "data" / "results" / profile
     return {family: (folder / f"{family}.jsonl").stat().st_mtime if (folder / f"{family}.jsonl").exists() else 0
-            for family in labels.PLANNED}
+            for family in (*labels.PLANNED, labels.STREAM)}
 
 
 def write_tables_and_figures(profile, outcomes):

@@ -607,7 +607,9 @@ def run_stream(profile=None, fresh=False, progress=True):
     p = profiles_module.resolve(profile)
     # fresh: records made before now count as missing (results.py's `since`), so an interrupted fresh
     # run that is started again without fresh=True keeps what it retrained
-    since = datetime.datetime.now(datetime.timezone.utc).isoformat() if fresh else None
+    # (whole seconds: records keep their time to the second, and one made within this very second is new)
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    since = now.isoformat() if fresh else None
     store = ResultStore(profiles_module.results_dir(p), since=since)
     done = set()
     bar = tqdm(desc=f"{p.name}/stream", unit="step", disable=not progress)

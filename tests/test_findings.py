@@ -155,13 +155,13 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     stored = {"teaching": [dict(run_seconds=60, device="cpu", machine="Xeon (AVX512)")] * 2,
               "layer_removal": [dict(run_seconds=120, device="cuda:0"), dict(run_seconds=30, device="cpu")],
               "init_scale": [dict(train_seconds=600, device="cpu")],  # an older record: training loop only
-              "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")]}
+              "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")], "stream": []}
     monkeypatch.setattr(findings, "stored_runs", lambda profile, family: stored[family])
     assert findings.notebook_seconds("default") == {
         "03_training_adapters": (120, "cpu"), "04_layer_removal": (150, "gpu"), "05_init_scale": (600, "cpu"),
-        "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu")}
+        "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}
     line = findings.total_time("default")
-    assert "0.7 h" in line and "03 2, 04 2, 05 10, 06 0, 07 30" in line  # 2,670 s in all
+    assert "0.7 h" in line and "03 2, 04 2, 05 10, 06 0, 07 30, 08 0" in line  # 2,670 s in all
     assert "param_performance not stored yet" in line
     assert "(machine not recorded 4 run(s), Xeon (AVX512) 2 run(s);" in line  # where the seconds come from
 
@@ -193,3 +193,18 @@ def test_efficiency_sentence_reads_the_efficiency_table():
         "Compacter++ trains 0.085 % of the parameters and needs 82 % of full fine-tuning's peak memory and 62 % of "
         "its training time (seconds per epoch)."]
     assert findings.efficiency(table.iloc[:1]) == []  # no Compacter++ run: nothing to say
+
+
+def test_budget_control_reading_says_which_controls_pass_and_which_ask_for_more_budget():
+    from adapterlab import stats
+    df = pd.DataFrame([
+        dict(label="houlsby m=64", entry="0.01", seed=0, steps=180, steps_2x=360, value=0.820, value_2x=0.822,
+             gain=0.002, gain_se=0.004, passes=stats.gain_below_margin(0.002, 0.004)),
+        dict(label="compacter++", entry="4000", seed=0, steps=375, steps_2x=750, value=0.790, value_2x=0.815,
+             gain=0.025, gain_se=0.006, passes=stats.gain_below_margin(0.025, 0.006)),
+    ])
+    lines = findings.budget_control(df)
+    assert "1 of 2 pass" in lines[0]
+    assert lines[1].endswith("passes") and "+0.2" in lines[1]
+    assert "does not pass" in lines[2] and "+2.5" in lines[2]
+    assert findings.budget_control(None) == [] and findings.budget_control(pd.DataFrame()) == []

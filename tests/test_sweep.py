@@ -194,6 +194,7 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
 def test_only_names_notebooks_or_families():
     assert sw.families("04,6") == ["layer_removal", "param_performance"]
     assert sw.families(["low_resource"]) == ["low_resource"]
-    assert sw.families(None) == ["teaching", *FAMILIES] and sw.families("3") == ["teaching"]
+    assert sw.families(None) == ["teaching", *FAMILIES, "stream"] and sw.families("3") == ["teaching"]
+    assert sw.families("08") == ["stream"]  # notebook 08's steps
     with pytest.raises(ValueError, match="05 \\(init_scale\\)"):
         sw.families("02")  # 01 and 02 train nothing
