@@ -162,6 +162,16 @@ def atomic_write(path, data):
     return path
 
 
+def write_csvs(frames, folder):
+    """{name: DataFrame} as folder/<name>.csv, each written atomically (atomic_write); the paths written."""
+    paths = []
+    for name, frame in frames.items():
+        path = Path(folder) / f"{name}.csv"
+        atomic_write(path, frame.to_csv(index=False))
+        paths.append(path)
+    return paths
+
+
 # -----------------------------------------------------------------------------
 # the store
 

@@ -65,7 +65,7 @@ from . import tasks as task_registry
 from . import train as T
 from .backbones import load_backbone
 from .inject import ADAPTER_CONFIG, ADAPTER_WEIGHTS, adapt, load_adapter, save_adapter
-from .results import WORKERS_ENV, ResultStore, atomic_write, config_key
+from .results import WORKERS_ENV, ResultStore, atomic_write, config_key, write_csvs
 from . import stats
 
 FAMILY = "stream"
@@ -835,17 +835,11 @@ def write_tables(result, profile=None):
     """stream_accuracy.csv, stream_forgetting.csv, stream_storage.csv, stream_summary.csv in
     data/results/<profile>/ (tidy, for readers who want the numbers without the store)."""
     folder = profiles_module.results_dir(profiles_module.resolve(profile))
-    folder.mkdir(parents=True, exist_ok=True)
     tables = {"stream_accuracy": result.accuracy_table(), "stream_forgetting": forgetting_all(result),
               "stream_storage": pd.concat([storage_bill(result, i).assign(order=i)
                                            for i in range(len(result.settings.orders))], ignore_index=True),
               "stream_summary": summary(result)}
-    paths = []
-    for name, frame in tables.items():
-        path = folder / f"{name}.csv"
-        atomic_write(path, frame.to_csv(index=False))
-        paths.append(path)
-    return paths
+    return write_csvs(tables, folder)
 
 
 # ----------------------------------------------------------------------------- figures

@@ -28,7 +28,7 @@ from .inject import ADAPTER_CONFIG, load_adapter
 from .labels import FAMILIES, SCALE, SPLITS, legend_label, method_label, method_line, method_size
 from .methods import method
 from .removal import layer_removal_scores, time_span_evaluation
-from .results import atomic_write, config_key
+from .results import config_key, write_csvs
 
 SPANS_FAMILY = "layer_removal_spans"  # store file of the span evaluations (no training)
 
@@ -489,9 +489,4 @@ def write(result, profile=None):
         tables["param_performance_table"] = param_performance_table(result.table)
     if len(result.budget):
         tables[f"{result.family}_budget_control"] = result.budget
-    paths = []
-    for name, frame in tables.items():
-        path = folder / f"{name}.csv"
-        atomic_write(path, frame.to_csv(index=False))
-        paths.append(path)
-    return paths
+    return write_csvs(tables, folder)
