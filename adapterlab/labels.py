@@ -62,13 +62,23 @@ METHOD_NAMES = {
     "full": "full fine-tuning", "top-k": "top-k layers", "layernorm": "LayerNorm only", "bitfit": "BitFit",
     "houlsby": "Houlsby adapters", "adapters": "Houlsby adapters", "pfeiffer": "Pfeiffer adapter",
     "adapter-lowrank": "Adapter-LowRank", "adapterdrop": "AdapterDrop", "phm": "PHM adapter",
-    "compacter": "Compacter", "compacter++": "Compacter++",
+    "compacter": "Compacter", "compacter++": "Compacter++", "prompt-tuning-R": "Prompt Tuning-R",
+    "prompt-tuning-T": "Prompt Tuning-T", "intrinsic-said": "Intrinsic-SAID", "lora": "LoRA",
+    "head-only": "head only",
 }
 
 
 def method_line(method_name):
     """The plot line of a method: "adapters" for houlsby, else the method's own name."""
     return METHOD_LINE.get(method_name, method_name)
+
+
+def variant(m):
+    """A method setting's name where one method has variants the papers name apart (a MethodConfig):
+    prompt tuning's two inits are Compacter's Prompt Tuning-R (random) and -T (token embeddings)."""
+    if m.name == "prompt-tuning":
+        return f"prompt-tuning-{'R' if m.prompt_init == 'random' else 'T'}"
+    return m.name
 
 
 def method_name(name):
@@ -78,13 +88,20 @@ def method_name(name):
 
 def method_label(m):
     """The label of one method setting (a methods.MethodConfig), as the CSVs' `label` column has it:
-    "houlsby m=64", "top-k k=3", "phm n=4 m=24", "compacter n=4 m=24", "full"."""
+    "houlsby m=64", "top-k k=3", "phm n=4 m=24", "compacter n=4 m=24", "prompt-tuning-T n=100",
+    "intrinsic-said d'=1400", "lora r=8", "full"."""
     if m.trains == "top-k":
         return f"top-k k={m.k}"
     if m.projection == "phm":
         return f"{m.name} n={m.n} m={m.bottleneck}"
     if m.has_adapters:
         return f"{m.name} m={m.bottleneck}"
+    if m.name == "prompt-tuning":
+        return f"{variant(m)} n={m.prompt_tokens}"
+    if m.name == "intrinsic-said":
+        return f"intrinsic-said d'={m.intrinsic_dim}"
+    if m.name == "lora":
+        return f"lora r={m.rank}"
     return m.name
 
 

@@ -51,3 +51,20 @@ def inference_latency(model, batch_size, length=128, repeats=20, warmup=3, seed=
     finally:
         model.train(was_training)
     return statistics.median(times)
+
+
+SERVING_BATCHES = (1, 32)  # one request at a time, and a batch as a busy server fills it (issue 24)
+
+
+def serving_latency(model, length, batches=SERVING_BATCHES, repeats=10):
+    """What a trained run costs to serve: {"1": s, "32": s} median seconds per forward pass at each batch
+    size on `length` tokens (prompt tuning adds its prompt inside the model, so it pays for it here), and,
+    for a model with LoRA updates, the same again with them merged into the weights under "merged_1",
+    "merged_32" (lora.merged: the base model's cost)."""
+    from .lora import lora_layers, merged  # lora: only for models that have it
+
+    out = {str(b): inference_latency(model, b, length, repeats=repeats) for b in batches}
+    if lora_layers(model):
+        with merged(model):
+            out |= {f"merged_{b}": inference_latency(model, b, length, repeats=repeats) for b in batches}
+    return out

@@ -227,10 +227,13 @@ PROFILES = {
         # inconclusive by design), so it keeps protocol 2's 500 validation/test tweets and its stored runs
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
                       second_task="synthetic", eval_size=500),
-        # one well-trained model; the heatmap is scored on the validation split. 240 steps validated every 40:
-        # at 160 the validation curve (0.726/0.804/0.833/0.827 at 40/80/120/160) had not yet shown a plateau.
-        # Budget control: the same run at 480 steps
-        layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=240, eval_every=40),
+        # one well-trained model; the heatmap is scored on the validation split. 480 steps validated every 80.
+        # Budget history: at 160 steps the validation curve (0.726/0.804/0.833/0.827) had not yet shown a
+        # plateau; protocol 3 first trained 240 steps (converged under rule 3, test 0.818), but its budget control
+        # at 480 steps gained +0.5 +- 1.4 points (2 SE, paired by example on the test split), not shown below
+        # 1.5 (budget rule, stats.budget_enough), so the budget was doubled as the rule prescribes; the 240-step
+        # records stay in the store, outside the plan. Budget control: the same run at 960 steps
+        layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=480, eval_every=80),
                            budget_control=("airline",)),
         # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 180 steps validated every 30. Protocol 3 trains
         # at lr 1e-3, the rate notebook 06 chose on validation for this very configuration (Houlsby m=64 at the

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from . import planning
+from . import latency, planning
 from . import profiles as profiles_module
 from . import running
 from . import tasks as task_registry
 from . import train as T
 from .inject import ADAPTER_CONFIG, load_adapter
-from .labels import FAMILIES, SCALE, SPLITS, legend_label, method_label, method_line, method_size
+from .labels import FAMILIES, SCALE, SPLITS, legend_label, method_label, method_line, method_size, variant
 from .methods import method
 from .removal import layer_removal_scores, time_span_evaluation
 from .results import config_key, write_csvs
@@ -253,7 +253,8 @@ def build_param_performance(profile, records):
     """One row per (task, method settings, seed) at the chosen rate. Columns: task, method, size, trainable,
     percent, metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
     the RUN_COLUMNS (lr: the chosen rate; baseline: majority class on test), lr_grid (the rates tried,
-    space-separated), then: family (the method's plot line, labels.method_line: "adapters" for houlsby),
+    space-separated), then: family (the method's plot line, labels.method_line of labels.variant: "adapters"
+    for houlsby, "prompt-tuning-R" / "-T" for prompt tuning),
     label (labels.method_label: "houlsby m=64"), validation, bottleneck, n, k, epochs_run,
     seconds_per_epoch, examples_per_second, backbone, value_minus_full (value minus full fine-tuning's on
     the same task and seed; NaN without a full run).
@@ -289,11 +290,11 @@ def _param_performance_row(r, lr_grid):
         task=r["task"], method=r["method"], size=method_size(m), trainable=r["trainable"], percent=r["percent"],
         metric=r["metric"], value=r["test"], train_seconds=r["train_seconds"],
         peak_memory_mb=r["peak_memory_mb"], **run_columns(r), baseline=r["majority"], lr_grid=lr_grid,
-        family=method_line(r["method"]), label=method_label(m), validation=r["validation"],
+        family=method_line(variant(m)), label=method_label(m), validation=r["validation"],
         bottleneck=m.bottleneck if m.has_adapters else None, n=m.n if m.projection == "phm" and m.has_adapters
         else None, k=m.k if m.trains == "top-k" else None, epochs_run=epochs,
         seconds_per_epoch=r["train_seconds"] / epochs, examples_per_second=r["examples_per_second"],
-        backbone=r["backbone"])
+        backbone=r["backbone"], **{f"latency_{k}_ms": sec * 1e3 for k, sec in r.get("latency_s", {}).items()})
 
 
 def param_performance_summary(df, task=None):
@@ -308,12 +309,13 @@ def param_performance_summary(df, task=None):
     d["family"] = d["family"].fillna(d["method"]).astype(str) if "family" in d else d["method"].astype(str)
     if "size" not in d.columns:
         d["size"] = np.nan
-    d["label"] = [legend_label(m, s) for m, s in zip(d["method"], d["size"])]
+    d["label"] = [legend_label(f, s) for f, s in zip(d["family"], d["size"])]  # the line names the variant
     if "converged" in d.columns:
         d["converged"] = d["converged"].astype(float)
     keys = ["task", "family", "method", "size", "label"]
     numeric = [c for c in ("trainable", "percent", "value", "value_minus_full", "train_seconds", "peak_memory_mb",
                            "epochs", "steps", "seconds_per_epoch", "baseline", "converged") if c in d.columns]
+    numeric += [c for c in d.columns if c.startswith("latency_")]
     out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
     spread = d.groupby(keys, dropna=False, sort=False)["value"].agg(low="min", high="max", n="count").reset_index()
     out = out.merge(spread, on=keys, how="left")
@@ -336,7 +338,9 @@ LINE_RANK = ("houlsby", "adapters", "full", "top-k", "layernorm", "bitfit", "pfe
 
 def param_performance_table(df):
     """Compacter Table 3: per method, the share of parameters trained, training time per epoch and peak
-    memory, each also relative to full fine-tuning (in %; 100 = as much as full fine-tuning).
+    memory, each also relative to full fine-tuning (in %; 100 = as much as full fine-tuning), and the
+    serving latency at batch 1 and 32 (latency_1_ms, latency_32_ms; latency.serving_latency). A method
+    that can be merged for serving (LoRA) gets a second row, "<label>, merged", with only its latencies.
 
     Time per epoch comes from a `seconds_per_epoch` column (or train_seconds / `epochs`); without
     either the table reports total training time (`train_seconds`), which compares the same way when
@@ -344,7 +348,7 @@ def param_performance_table(df):
     s = param_performance_summary(df)
     keys = ["family", "method", "size", "label"]
     cols = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
-                        "seconds_per_epoch") if c in s]
+                        "seconds_per_epoch") if c in s] + [c for c in s if c.startswith("latency_")]
     t = s.groupby(keys, dropna=False, sort=False)[cols].mean().reset_index()
     if "seconds_per_epoch" not in t.columns and "epochs" in t.columns:
         t["seconds_per_epoch"] = t["train_seconds"] / t["epochs"]
@@ -362,8 +366,18 @@ def param_performance_table(df):
         out["peak_memory_mb"] = t["peak_memory_mb"]
         out["memory_vs_full_pct"] = ((100 * t["peak_memory_mb"] / full["peak_memory_mb"].iloc[0]) if len(full)
                                      else np.nan)
+    for batch in latency.SERVING_BATCHES:
+        if f"latency_{batch}_ms" in t:
+            out[f"latency_{batch}_ms"] = t[f"latency_{batch}_ms"]
     out["split"] = SPLITS["param_performance"]
-    return out.sort_values("trainable", ascending=False).reset_index(drop=True)
+    if "latency_merged_1_ms" in t:  # the merged rows: the same method served with its update folded in
+        can_merge = t["latency_merged_1_ms"].notna()
+        merged = pd.DataFrame({"method": t.loc[can_merge, "label"] + ", merged", "family": t.loc[can_merge, "family"],
+                               "trainable": out.loc[can_merge, "trainable"],
+                               **{f"latency_{b}_ms": t.loc[can_merge, f"latency_merged_{b}_ms"]
+                                  for b in latency.SERVING_BATCHES}, "split": out.loc[can_merge, "split"]})
+        out = pd.concat([out, merged])
+    return out.sort_values("trainable", ascending=False, kind="stable").reset_index(drop=True)
 
 
 _TABLE_VIEW = {  # column of param_performance_table -> (header, format)
@@ -371,6 +385,7 @@ _TABLE_VIEW = {  # column of param_performance_table -> (header, format)
     "value_x100": ("score × 100", "{:.1f}"), "seconds_per_epoch": ("s / epoch", "{:.1f}"),
     "train_seconds": ("train s", "{:.0f}"), "time_vs_full_pct": ("time vs. full", "{:.0f} %"),
     "peak_memory_mb": ("peak MB", "{:,.0f}"), "memory_vs_full_pct": ("memory vs. full", "{:.0f} %"),
+    "latency_1_ms": ("latency b1 ms", "{:.1f}"), "latency_32_ms": ("latency b32 ms", "{:.0f}"),
 }
 
 
@@ -437,8 +452,8 @@ def budget_control(profile, family):
     """The family's budget controls (planning.budget_controls) as they stand in the store: one row per
     control trained, with its 1x run. Columns: family, task, method, label, entry, seed, lr, steps, steps_2x,
     value, value_2x (test metric of each), gain (value_2x - value, paired by example on the test split),
-    gain_se, passes (stats.gain_below_margin: the longer run is shown to gain less than stats.MARGIN, so the
-    1x budget was enough), converged, converged_2x, split. Empty when the family has no controls."""
+    gain_se, converged, converged_2x, split, budget_rule (the version of the rule that judges the rows
+    together: stats.budget_enough). Empty when the family has no controls."""
     from . import stats  # scipy: only where a table needs it
 
     p = profiles_module.resolve(profile)
@@ -458,8 +473,8 @@ def budget_control(profile, family):
         rows.append(dict(family=family, task=base.task, method=base.method, label=method_label(_method(base)),
                          entry=str(planning._CONTROL_ENTRY[family](base)), seed=base.train.seed, lr=base.train.lr,
                          steps=r1["steps"], steps_2x=r2["steps"], value=r1["test"], value_2x=r2["test"],
-                         gain=gain, gain_se=se, passes=stats.gain_below_margin(gain, se),
-                         converged=bool(r1["converged"]), converged_2x=bool(r2["converged"]), split="test"))
+                         gain=gain, gain_se=se, converged=bool(r1["converged"]), converged_2x=bool(r2["converged"]),
+                         split="test", budget_rule=stats.BUDGET_RULE_VERSION))
     return pd.DataFrame(rows)
 
 

@@ -23,6 +23,7 @@ from . import stats
 from . import tasks as task_registry
 from .backbones import load_backbone
 from .inject import adapt, save_adapter
+from .latency import serving_latency
 from .methods import method
 from .params import count_parameters
 from .prompt_tuning import check_room
@@ -396,7 +397,8 @@ def cap_eval(task, eval_size):
 def run(config: RunConfig, device="auto", progress=True, glue_dir=None, eval_size=None, save_to=None):
     """One complete run; returns a JSON-able record (what the CLI prints and the result store keeps).
     eval_size caps the validation and test sets (cap_eval); save_to, a folder, receives the trained
-    (best-on-validation) adapter (inject.save_adapter)."""
+    (best-on-validation) adapter (inject.save_adapter). latency_s: the trained model's serving cost
+    (latency.serving_latency at the run's max_length)."""
     model, tokenizer, task = build(config, glue_dir=glue_dir)
     task = cap_eval(task, eval_size)
     pc = count_parameters(model)
@@ -404,6 +406,7 @@ def run(config: RunConfig, device="auto", progress=True, glue_dir=None, eval_siz
                    progress=progress)
     if save_to is not None:
         save_adapter(model, save_to)
+    latency = serving_latency(model, config.max_length)  # after training and outside its peak memory
     return {
         "method": config.method,
         "task": config.task,
@@ -415,5 +418,6 @@ def run(config: RunConfig, device="auto", progress=True, glue_dir=None, eval_siz
         "majority": task.majority_baseline("test")[task.metric],
         "majority_validation": task.majority_baseline("validation")[task.metric],
         **result,
+        "latency_s": latency,
         "config": config.to_dict(),
     }

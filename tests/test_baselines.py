@@ -8,7 +8,7 @@ from adapterlab import lora
 from adapterlab.backbones import load_backbone
 from adapterlab.fastfood import fastfood, fastfood_factors, fastfood_matrix, hadamard_matrix, hadamard_transform
 from adapterlab.intrinsic import said_targets
-from adapterlab.latency import inference_latency
+from adapterlab.latency import inference_latency, serving_latency
 from adapterlab.prompt_tuning import check_room
 
 from conftest import TINY_BERT, TINY_T5, build, inputs, output
@@ -275,6 +275,16 @@ def test_loading_into_a_merged_lora_is_refused(tmp_path):
 def test_latency_is_a_positive_median(name):
     model = al.adapt(build("bert-cls"), name, **SMALL.get(name, {}))
     assert inference_latency(model, batch_size=2, length=8, repeats=3, warmup=1) > 0
+
+
+def test_serving_latency_times_each_batch_and_lora_merged_too_leaving_it_unmerged():
+    plain = serving_latency(build("bert-cls"), length=8, batches=(1, 2), repeats=1)
+    assert set(plain) == {"1", "2"} and min(plain.values()) > 0
+    model = al.adapt(build("bert-cls"), "lora")
+    weights = {n: p.clone() for n, p in model.named_parameters()}
+    timed = serving_latency(model, length=8, batches=(1, 2), repeats=1)
+    assert set(timed) == {"1", "2", "merged_1", "merged_2"} and min(timed.values()) > 0
+    assert all(torch.equal(p, weights[n]) for n, p in model.named_parameters())  # merged, then unmerged again
 
 
 # ---------------------------------------------------------------- against PEFT, on copied weights

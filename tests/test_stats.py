@@ -158,6 +158,23 @@ def test_a_gain_is_small_only_when_its_upper_bound_is_below_the_margin():
     assert stats.gain_below_margin(0.0, 0.006)  # 0 + 1.645 x 0.6 = 1.0 < 1.5 points
     assert not stats.gain_below_margin(0.012, 0.006)  # 1.2 + 1.0 = 2.2
     assert not stats.gain_below_margin(0.0, float("nan")) and not stats.gain_below_margin(None, None)  # unmeasured
+    assert stats.gain_above_margin(0.030, 0.006) and not stats.gain_above_margin(0.020, 0.006)  # 3.0-1.0, 2.0-1.0
+
+
+def test_the_budget_rule_pools_the_controls_and_still_catches_one_far_from_done():
+    # the mean of 4 gains, SE sqrt(4 x 0.7^2) / 4 = 0.35 points
+    d = stats.pooled_gain([0.005] * 4, [0.007] * 4)
+    assert d.estimate == pytest.approx(0.005) and d.se == pytest.approx(0.0035) and d.n == 4
+    assert not stats.gain_below_margin(0.005, 0.007)  # one control alone: 0.5 + 1.15 = 1.65 points
+    assert stats.budget_enough([0.005] * 4, [0.007] * 4)  # together: 0.5 + 0.58 = 1.08 < 1.5
+    assert stats.budget_enough([0.0], [0.006]) == stats.gain_below_margin(0.0, 0.006)  # one control: version 1's test
+    assert not stats.budget_enough([0.030, -0.01, -0.01, -0.01], [0.006] * 4)  # mean 0, one at 3.0 +- 0.6
+    assert not stats.budget_enough([0.0, 0.0], [0.006, float("nan")])  # unmeasured: never enough
+    with pytest.raises(ValueError, match="one SE per gain"):
+        stats.pooled_gain([0.0, 0.0], [0.006])
+
+
+def test_a_paired_by_example_difference():
     a, b = [1] * 80 + [0] * 20, [1] * 78 + [0] * 2 + [1] * 4 + [0] * 16  # b: 2 lost, 4 gained of 100
     d = stats.by_example(train.correct_bits(a), train.correct_bits(b), 100)
     assert d.estimate == pytest.approx(0.02) and d.se == stats.paired_difference(

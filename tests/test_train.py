@@ -58,6 +58,7 @@ def test_record_has_what_the_figures_and_the_cli_need():
                 "train_seconds", "examples_per_second", "peak_memory_mb", "curve", "config", "majority"):
         assert key in record
     assert 0 <= record["test"] <= 1 and record["peak_memory_mb"] > 0 and record["examples_per_second"] > 0
+    assert set(record["latency_s"]) == {"1", "32"} and min(record["latency_s"].values()) > 0  # no LoRA: no merged
     assert record["config"]["method_args"] == {"bottleneck": 8, "n": 4}
     json.dumps(record)  # storable as it is
 
