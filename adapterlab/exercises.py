@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import torch
 import torch.nn.functional as F
 from torch.utils._pytree import tree_leaves
@@ -132,7 +133,8 @@ class _LargestTensor(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        for leaf in tree_leaves(out):
+        # inputs too: a matrix built outside torch (numpy, scipy) shows up when an operation reads it
+        for leaf in tree_leaves((out, args, kwargs)):
             if isinstance(leaf, torch.Tensor):
                 self.largest = max(self.largest, leaf.numel())
         return out
@@ -313,6 +315,95 @@ def check_compacter_count(count_compacter):
             raise Hint("the projections' biases are missing")
         raise Hint(f"for d={d}, m={m}, n={n}, {adapters} adapters your count is off by {got - expected:+,}")
     return "matches adapterlab's PHM layers (rank-1 factors, one shared rule)"
+
+
+# ------------------------------------------------------------------ 02, section 6: three baselines by hand
+
+def check_prompt_inputs(prepend_prompt):
+    """prepend_prompt(embeds, mask, P) -> (embeds (b, L, d) with the n prompt vectors P (n, d) in front,
+    mask (b, L) with n ones in front): what the frozen model reads under prompt tuning."""
+    gen = torch.Generator().manual_seed(6)
+    for b, L, d, n in ((2, 5, 8, 3), (3, 7, 4, 1), (1, 4, 6, 5)):
+        embeds = torch.randn(b, L, d, generator=gen, dtype=torch.float64)
+        mask = (torch.rand(b, L, generator=gen) > 0.3).long()
+        mask[:, 0] = 1  # padded sequences: the input's own mask has zeros that must survive
+        P = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        out = _call(prepend_prompt, embeds.clone(), mask.clone(), P.clone())
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise Hint(f"return two things, (embeddings, attention mask); got {_describe(out)}")
+        x, m = out
+        prompts = P.expand(b, -1, -1)
+        want_x, want_m = torch.cat([prompts, embeds], 1), torch.cat([torch.ones(b, n, dtype=mask.dtype), mask], 1)
+        _shape(x, want_x, f"the embeddings for a batch of {b}, length {L}, width {d} and {n} prompt vectors")
+        if _same(x, torch.cat([embeds, prompts], 1)):
+            raise Hint("the prompt goes in front of the input, not after it")
+        if not _same(x, want_x):
+            raise Hint("every sequence of the batch should start with the same n prompt vectors P, then its own "
+                       "embeddings")
+        _shape(m, want_m, "the attention mask (it grows by n too)")
+        if not m[:, :n].bool().all():
+            raise Hint("the prompt positions must be attended: the mask needs n ones in front, not zeros")
+        if not torch.equal(m.long(), want_m):
+            raise Hint("after the n ones, the mask should be the input's own mask, its padding zeros kept")
+    return "matches what adapterlab.prompt_tuning feeds the frozen model, padding included"
+
+
+HADAMARD = [(scipy.linalg, "hadamard")]  # the library's Walsh-Hadamard matrix
+
+
+def check_hadamard_transform(hadamard_transform):
+    """hadamard_transform(v) -> H v along the last axis (length L, a power of two; H with entries +-1,
+    unnormalised), without building the L x L matrix H: the O(L log L) step that makes Fastfood cheap.
+
+    Checked by size, as 02.phm_forward: with L = 64 and 3 vectors, the butterfly's largest tensor is the 3 x 64
+    input, H has 4,096 entries; every tensor an operation reads or computes is watched."""
+    from .fastfood import hadamard_matrix
+
+    gen = torch.Generator().manual_seed(7)
+    for shape in ((1,), (2,), (8,), (3, 64)):
+        v = torch.randn(*shape, generator=gen, dtype=torch.float64)
+        L = shape[-1]
+        H = hadamard_matrix(L, dtype=torch.float64)
+        expected = v @ H  # H is symmetric: (H v) for each row v
+        watch = _LargestTensor()
+        with _refused(HADAMARD, "the exercise is to write the transform, not to build H with scipy"), watch:
+            out = _call(hadamard_transform, v.clone())
+        _shape(out, expected, f"H v for v of shape {tuple(shape)}")
+        if L >= 64 and watch.largest >= L * L:
+            raise Hint(f"a tensor inside your function has {watch.largest:,} entries, as many as H ({L} x {L}): "
+                       "that is building H. Combine pairs (a + b, a - b) at distance 1, 2, 4, ... instead")
+        if _same(out, expected):
+            continue
+        if L > 1 and _same(out, expected / L ** 0.5):
+            raise Hint("this H is unnormalised (entries +-1, H H = L I): do not divide by sqrt(L)")
+        if _same(out, v):
+            raise Hint("H v mixes every entry of v: combine pairs (a + b, a - b) at distance 1, 2, 4, ...")
+        raise Hint(f"for v of shape {tuple(shape)} your result differs from H v (H: Sylvester's Walsh-Hadamard "
+                   "matrix, entries +-1)")
+    return "matches H v for lengths 1 to 64, and no tensor as large as H was made"
+
+
+def check_lora_merge(merge_lora):
+    """merge_lora(W, A, B, alpha) -> W + (alpha / r) B A: LoRA's update folded into the weight (W: out x in,
+    A: r x in, B: out x r), so that serving costs what the base model costs."""
+    gen = torch.Generator().manual_seed(8)
+    for out_f, in_f, r, alpha in ((6, 4, 2, 16.0), (5, 7, 3, 8.0), (3, 3, 1, 1.0)):
+        W = torch.randn(out_f, in_f, generator=gen, dtype=torch.float64)
+        A = torch.randn(r, in_f, generator=gen, dtype=torch.float64)
+        B = torch.randn(out_f, r, generator=gen, dtype=torch.float64)
+        expected = W + alpha / r * B @ A
+        got = _call(merge_lora, W.clone(), A.clone(), B.clone(), alpha)
+        _shape(got, expected, f"the merged weight for out={out_f}, in={in_f}, r={r}")
+        if _same(got, expected):
+            continue
+        if _same(got, W + B @ A) and alpha != r:
+            raise Hint("scale the update: LoRA adds (alpha / r) B A, not B A")
+        if _same(got, W + alpha * B @ A) and r > 1:
+            raise Hint("divide by the rank r too: the scale is alpha / r")
+        if _same(got, W):
+            raise Hint("the update B A is missing: add (alpha / r) B A to W")
+        raise Hint(f"for out={out_f}, in={in_f}, r={r}, alpha={alpha:g} your matrix differs from W + (alpha / r) B A")
+    return "matches W + (alpha / r) B A for three shapes and scales (what adapterlab.lora.merge computes)"
 
 
 # ------------------------------------------------------------------ 03: what trains
@@ -863,6 +954,9 @@ EXERCISES = {
     "02.kron": (check_kron, "write the Kronecker product by hand"),
     "02.phm_forward": (check_phm_forward, "the PHM forward pass without building W"),
     "02.compacter_count": (check_compacter_count, "count Compacter's parameters"),
+    "02.prompt_inputs": (check_prompt_inputs, "what the frozen model reads under prompt tuning"),
+    "02.hadamard_transform": (check_hadamard_transform, "the fast Walsh-Hadamard transform, without building H"),
+    "02.lora_merge": (check_lora_merge, "fold LoRA's update into the weight"),
     "03.choose_trainable": (check_choose_trainable, "choose which parameters train for Houlsby adapters"),
     "03.train_step": (check_train_step, "one optimizer step that leaves the base unchanged"),
     "04.block_evaluations": (check_block_evaluations, "count the block evaluations of the naive and the cached loop"),

@@ -90,7 +90,30 @@ def _phm_swapped(x, A, B):  # blockwise (no W), but Σ B_i ⊗ A_i
     return torch.einsum("bpj,ipq,ijk->bqk", x.reshape(len(x), p, n), B, A).reshape(len(x), q * n)
 
 
+def _prompt_after(embeds, mask, P):
+    prompts = P.expand(len(embeds), -1, -1)
+    return torch.cat([embeds, prompts], 1), torch.cat([mask, torch.ones(len(mask), len(P), dtype=mask.dtype)], 1)
+
+
+def _hadamard_normalised(v):
+    from adapterlab.fastfood import hadamard_transform
+    return hadamard_transform(v) / v.shape[-1] ** 0.5
+
+
+def _hadamard_by_matrix(v):  # right numbers, but H built (Sylvester, by hand)
+    from adapterlab.fastfood import hadamard_matrix
+    return v @ hadamard_matrix(v.shape[-1], dtype=v.dtype)
+
+
+def _prompt_mask_of_zeros(embeds, mask, P):
+    return (torch.cat([P.expand(len(embeds), -1, -1), embeds], 1),
+            torch.cat([torch.zeros(len(mask), len(P), dtype=mask.dtype), mask], 1))
+
+
 WRONG = {
+    "02.prompt_inputs": (_prompt_after, "in front of the input"),
+    "02.hadamard_transform": (_hadamard_normalised, "do not divide by sqrt(L)"),
+    "02.lora_merge": (lambda W, A, B, alpha: W + B @ A, "alpha / r"),
     "01.adapter_forward": (lambda h, Wd, bd, Wu, bu: F.gelu(h @ Wd + bd) @ Wu + bu, "skip connection"),
     "01.identity_init": (lambda d, m: (torch.zeros(d, m), torch.zeros(m), torch.zeros(m, d), torch.zeros(d)),
                          "no gradient"),
@@ -207,6 +230,16 @@ NEVER_PASS = {
                        (_phm_by_einsum_w, "at least as many as W"),
                        (lambda x, A, B: [0.0], "should be a torch.Tensor")],
     "02.compacter_count": [(lambda d, m, n, k: 10_000, "off by"), (lambda d, m, n, k: torch.tensor([1, 2]), "one number")],
+    "02.prompt_inputs": [(lambda embeds, mask, P: (embeds, mask), "has shape"), (_prompt_mask_of_zeros, "not zeros"),
+                         (lambda embeds, mask, P: embeds, "return two things")],
+    "02.hadamard_transform": [(lambda v: v, "mixes every entry"), (_hadamard_by_matrix, "building H"),
+                              (lambda v: torch.from_numpy(__import__("scipy.linalg").linalg.hadamard(v.shape[-1])
+                                                          .astype(float)) @ v, "not to build H with scipy"),
+                              (lambda v: torch.zeros_like(v), "differs from H v"), (lambda v: 0.0, "torch.Tensor")],
+    "02.lora_merge": [(lambda W, A, B, alpha: W, "update B A is missing"),
+                      (lambda W, A, B, alpha: W + alpha * B @ A, "divide by the rank"),
+                      (lambda W, A, B, alpha: (W + alpha / len(A) * B @ A).T, "has shape"),
+                      (lambda W, A, B, alpha: "W'", "torch.Tensor")],
     "03.choose_trainable": [(lambda model: None, "base parameters still train")],
     "03.train_step": [(_add_one_and_return_zero, "not where one optimizer step"),
                       (_never_zero_grad, "zero_grad"), (_step_then_report_new_loss, "loss before the step"),

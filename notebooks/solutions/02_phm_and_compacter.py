@@ -21,3 +21,29 @@ def count_compacter(d, m, n, adapters):
     down = n * (d // n + m // n) + m
     up = n * (m // n + d // n) + d
     return adapters * (down + up) + n ** 3
+
+# %% exercise: 02.prompt_inputs
+def prepend_prompt(embeds, mask, P):
+    # the same n prompt vectors in front of every sequence; the model must attend to them: n ones in front
+    b, n = embeds.shape[0], P.shape[0]
+    prompts = P.unsqueeze(0).expand(b, -1, -1)  # (b, n, d)
+    ones = torch.ones(b, n, dtype=mask.dtype)
+    return torch.cat([prompts, embeds], dim=1), torch.cat([ones, mask], dim=1)
+
+# %% exercise: 02.hadamard_transform
+def hadamard_transform(v):
+    # butterflies: at distance h = 1, 2, 4, ... each pair (a, b) becomes (a + b, a - b); log2(L) rounds
+    L = v.shape[-1]
+    y, h = v.clone(), 1
+    while h < L:
+        y = y.reshape(*v.shape[:-1], L // (2 * h), 2, h)
+        a, b = y[..., 0, :], y[..., 1, :]
+        y = torch.stack([a + b, a - b], dim=-2)
+        h *= 2
+    return y.reshape(v.shape)
+
+# %% exercise: 02.lora_merge
+def merge_lora(W, A, B, alpha):
+    # the update beside W is (alpha / r) B A, r the rank (A's rows); folded in, it costs nothing at serving time
+    r = A.shape[0]
+    return W + alpha / r * B @ A
