@@ -22,6 +22,7 @@ import json
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -215,12 +216,26 @@ def _check(model, cfg):
             f"head-only: {type(model).__name__} has no task head to train (a text-to-text T5 answers with its "
             "tied embeddings); use a model with a classification head (e.g. BertForSequenceClassification)"
         )
-    if cfg.trains == "prompt":
-        prompt_tuning.check(model, cfg)
-    if cfg.trains == "intrinsic":
-        intrinsic.check(model, cfg)
-    if cfg.trains == "lora":
-        lora.check(model, cfg)
+    if cfg.trains in BASELINES:
+        BASELINES[cfg.trains].check(model, cfg)
+
+
+class Baseline(NamedTuple):
+    """A method that brings its own parameters instead of adapters: its module's refusal of a model it
+    cannot adapt, the step that adds its parameters, and the modules that then train."""
+
+    check: Callable  # (model, cfg) -> None, or a ValueError naming the fix
+    add: Callable  # (model, cfg): adds the parameters in place
+    trained: Callable  # model -> [nn.Module]
+
+
+BASELINES = {  # MethodConfig.trains -> its Baseline
+    "prompt": Baseline(prompt_tuning.check, prompt_tuning.add_prompt,
+                       lambda model: [getattr(model.base_model, prompt_tuning.MODULE_NAME)]),
+    "intrinsic": Baseline(intrinsic.check, intrinsic.add_intrinsic_said,
+                          lambda model: [getattr(model.base_model, intrinsic.MODULE_NAME)]),
+    "lora": Baseline(lora.check, lora.add_lora, lambda model: [update for _, update in lora.lora_layers(model)]),
+}
 
 
 def _set_trainable(model, cfg):
@@ -245,13 +260,9 @@ def _set_trainable(model, cfg):
             adapter.requires_grad_(True)
         if hasattr(model, SHARED_RULE_NAME):
             getattr(model, SHARED_RULE_NAME).requires_grad_(True)
-    if cfg.trains == "prompt":
-        getattr(model.base_model, prompt_tuning.MODULE_NAME).requires_grad_(True)
-    if cfg.trains == "intrinsic":
-        getattr(model.base_model, intrinsic.MODULE_NAME).requires_grad_(True)
-    if cfg.trains == "lora":
-        for _, update in lora.lora_layers(model):
-            update.requires_grad_(True)
+    if cfg.trains in BASELINES:
+        for module in BASELINES[cfg.trains].trained(model):
+            module.requires_grad_(True)
     params = dict(model.named_parameters())
     for name in head_parameter_names(model):
         params[name].requires_grad_(True)
@@ -272,12 +283,8 @@ def adapt(model, method_or_name, **overrides):
     _check(model, cfg)
     if cfg.trains == "bias":
         add_missing_biases(model)
-    if cfg.trains == "prompt":
-        prompt_tuning.add_prompt(model, cfg)
-    if cfg.trains == "intrinsic":
-        intrinsic.add_intrinsic_said(model, cfg)
-    if cfg.trains == "lora":
-        lora.add_lora(model, cfg)
+    if cfg.trains in BASELINES:
+        BASELINES[cfg.trains].add(model, cfg)
     if cfg.has_adapters:
         d, like = hidden_size(model), next(model.parameters())  # new weights: the model's device and dtype
         rule = None

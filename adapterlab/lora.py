@@ -124,3 +124,25 @@ def merged(model):
         yield model
     finally:
         unmerge(model)
+
+
+@torch.no_grad()
+def copy_to_peft(model, peft_model, adapter_name="default"):
+    """Copy every A and B of an adapterlab LoRA model into a PEFT LoRA model built on the same base with
+    the same targets, rank and alpha (PEFT names a layer "base_model.model.<our path>"; its lora_A / lora_B
+    Linears hold our A / B). Returns the number of layers copied; a ValueError when some layer of ours has
+    no counterpart there. For checking the two against each other (tests, benchmarks/bench_lora.py)."""
+    ours = {path: module.lora for path, module in model.named_modules()
+            if isinstance(getattr(module, MODULE_NAME, None), LoRA)}
+    copied = 0
+    for path, module in peft_model.named_modules():
+        if adapter_name in getattr(module, "lora_A", {}):
+            update = ours.get(path.removeprefix("base_model.model."))
+            if update is not None:
+                module.lora_A[adapter_name].weight.copy_(update.A)
+                module.lora_B[adapter_name].weight.copy_(update.B)
+                copied += 1
+    if copied != len(ours):
+        raise ValueError(f"copied {copied} of {len(ours)} LoRA layers into the PEFT model: build it on the same "
+                         "base with the same target modules (LoraConfig(target_modules=...))")
+    return copied

@@ -14,7 +14,6 @@ into the weights: the base model's cost).
 
 Prints one JSON object (the section's results) as its last line.
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -44,19 +43,10 @@ def models(seed=0):
         task_type=peft.TaskType.SEQ_CLS, r=cfg.rank, lora_alpha=cfg.lora_alpha,
         target_modules=list(cfg.lora_targets or ("query", "value")), lora_dropout=0.0))
     generator = torch.Generator().manual_seed(seed)
-    modules = dict(ours.named_modules())
-    copied = 0
     with torch.no_grad():
         for _, update in lora.lora_layers(ours):
             update.B.normal_(0, PERTURB_STD, generator=generator)
-        for path, module in theirs.named_modules():
-            if "default" in getattr(module, "lora_A", {}):
-                update = modules[path.removeprefix("base_model.model.")].lora
-                module.lora_A["default"].weight.copy_(update.A)
-                module.lora_B["default"].weight.copy_(update.B)
-                copied += 1
-    if copied != len(lora.lora_layers(ours)):
-        raise AssertionError(f"copied {copied} LoRA layers into PEFT's model, adapterlab has {len(lora.lora_layers(ours))}")
+    lora.copy_to_peft(ours, theirs)  # every layer, or a ValueError
     return ours, theirs
 
 
@@ -99,11 +89,7 @@ def peft_version():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=common.BATCH)
-    ap.add_argument("--seq", type=int, default=common.SEQ)
+    ap = common.training_arguments()
     ap.add_argument("--latency-batches", default="1,32")
     ap.add_argument("--latency-repeats", type=int, default=10)
     args = ap.parse_args()

@@ -12,7 +12,6 @@ warm-up.
 
 Prints one JSON object (the section's results) as its last line; exits non-zero if a check fails.
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -77,11 +76,7 @@ def checks(methods):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=common.BATCH)
-    ap.add_argument("--seq", type=int, default=common.SEQ)
+    ap = common.training_arguments()
     ap.add_argument("--methods", default="houlsby,pfeiffer,compacter,compacter++")
     ap.add_argument("--check-only", action="store_true",
                     help="only the same-logits checks (also Pfeiffer's FFN placement), no timing")

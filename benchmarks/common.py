@@ -148,6 +148,19 @@ def trainable_by_kind(model):
     return out
 
 
+def training_arguments():
+    """The argument parser every training-step benchmark starts from: --rounds and --warmup of the
+    alternating timing (timing.alternate), --batch and --seq of the synthetic batches."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--seq", type=int, default=SEQ)
+    return ap
+
+
 def make_batches(count=2, batch=BATCH, seq=SEQ, seed=0, lengths=None):
     """Random token ids (in the ordinary-word range of the vocabulary), full attention masks, 3 labels.
 

@@ -317,16 +317,7 @@ def test_lora_matches_peft(backbone):
         base = ours(**batch).logits
         for _, update in lora.lora_layers(ours):
             update.B.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
-    modules = dict(ours.named_modules())
-    copied = 0
-    with torch.no_grad():
-        for path, module in theirs.named_modules():
-            if "default" in getattr(module, "lora_A", {}):
-                update = modules[path.removeprefix("base_model.model.")].lora
-                module.lora_A["default"].weight.copy_(update.A)
-                module.lora_B["default"].weight.copy_(update.B)
-                copied += 1
-    assert copied == len(lora.lora_layers(ours)) > 0
+    assert lora.copy_to_peft(ours, theirs) == len(lora.lora_layers(ours)) > 0
     assert sum(p.numel() for p in theirs.parameters() if p.requires_grad) == al.count_parameters(ours).trainable
     with torch.no_grad():
         mine, reference = ours(**batch).logits, theirs(**batch).logits
