@@ -235,13 +235,17 @@ PROFILES = {
         # records stay in the store, outside the plan. Budget control: the same run at 960 steps
         layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=480, eval_every=80),
                            budget_control=("airline",)),
-        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 180 steps validated every 30. Protocol 3 trains
+        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 360 steps validated every 60. Protocol 3 trains
         # at lr 1e-3, the rate notebook 06 chose on validation for this very configuration (Houlsby m=64 at the
         # preset std 1e-2): its validation 0.844 at 1e-3, while at 3e-3 the same run stayed at the majority class
         # -- and the previous protocol's 3e-3 collapsed 2 of 6 runs at std 1e-3..1e-2 (issue 27's confound).
-        # Budget control: std 1e-2 (the preset) and 1e-4 (the flat region) at 360 steps
+        # Budget history: protocol 3 first trained 180 steps; 18 of its 24 runs were not converged under rule 3
+        # (the small stds start slower: at 1e-7..1e-4 the curves still rose ~1 point over the last third), and
+        # its budget control failed budget rule 2 (std 1e-4, seed 0: 79.2 at 180 steps, 82.1 at 360, +2.9 +- 1.4
+        # points, shown above the margin), so the budget was doubled as the rule prescribes; the 180-step records
+        # stay in the store, outside the plan. Budget control: std 1e-2 (the preset) and 1e-4 at 720 steps
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
-                        method_args=dict(bottleneck=64), train=dict(max_steps=180, eval_every=30, lr=1e-3),
+                        method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),
                         budget_control=(1e-2, 1e-4)),
         # Every method for 180 steps (~3 epochs of the 2,000 tweets), validated every 30 (six points, so the
         # convergence rule can see a plateau over the last third). Learning rate chosen on
