@@ -195,6 +195,26 @@ def teaching_table(records):
 
 # ----------------------------------------------------------------------------- 04 layer removal
 
+def _span_difference(d, n):
+    """(diff, paired): diff(x, y) is span x's score minus span y's (each (first, last), or None for nothing
+    removed) on the same n validation examples, paired by example when the table has the per-example bits
+    (stats.by_example), else with the unpaired SE of two scores (stats.scores: conservative)."""
+    def row(x):
+        return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
+
+    def value(x):
+        return float(d["full_value"].iloc[0] if x is None else row(x)["value"])
+
+    def bits(x):
+        return d["full_correct"].iloc[0] if x is None else row(x)["correct"]
+
+    paired = {"correct", "full_correct"} <= set(d) and d[["correct", "full_correct"]].notna().all(axis=None)
+
+    def diff(x, y):
+        return stats.by_example(bits(y), bits(x), n) if paired else stats.scores(value(x), value(y), n)
+    return diff, paired
+
+
 def _layer_removal(df):
     lines, claims = [], []
     for task, d in df.groupby("task", sort=False):
@@ -202,29 +222,30 @@ def _layer_removal(df):
         n = int(d["eval_examples"].iloc[0])
         layers = int(d["n_layers"].iloc[0]) if "n_layers" in d else int(d["last_layer"].max()) + 1
         span = lambda a, b: float(d[(d["first_layer"] == a) & (d["last_layer"] == b)]["value"].iloc[0])  # noqa: E731
+        diff, paired = _span_difference(d, n)
         half = layers // 2
-        low, high, every = span(0, half - 1), span(half, layers - 1), span(0, layers - 1)
+        lower, upper, everything = (0, half - 1), (half, layers - 1), (0, layers - 1)
+        how = ("differences are paired by example (every span is scored on the same validation tweets)" if paired
+               else "differences use the unpaired SE of two scores, conservative: the spans' per-example record "
+                    "is not stored")
         lines.append(f"**Layer removal, {task}** (one run; validation accuracy on {n:,} examples, sampling SE of one "
-                     f"score {pts(math.sqrt(full * (1 - full) / n))} points; differences use the unpaired SE of two "
-                     f"scores, conservative: the spans' per-example record is not stored; "
+                     f"score {pts(math.sqrt(full * (1 - full) / n))} points; {how}; "
                      f"{unconverged(d.head(1)).replace('runs', 'run')}):")
-        lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(low)}, upper half "
-                     f"({half}–{layers - 1}) removed {pts(high)}, all removed {pts(every)}; majority class "
-                     f"{pts(base)}.")
-        singles = [stats.verdict(stats.scores(span(i, i), full, n), "==", "") for i in range(layers)]
+        lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(span(*lower))}, "
+                     f"upper half ({half}–{layers - 1}) removed {pts(span(*upper))}, all removed "
+                     f"{pts(span(*everything))}; majority class {pts(base)}.")
+        singles = [stats.verdict(diff((i, i), None), "==", "") for i in range(layers)]
         worst = min(range(layers), key=lambda i: span(i, i))
-        lines.append(f"- one layer removed: at worst {pts(span(worst, worst) - full, True)} points (layer {worst}).")
+        lines.append(f"- one layer removed: at worst {ci_text(diff((worst, worst), None))} points (layer {worst}).")
         claims += [
             (f"{task}: lower layers' adapters removable with a small loss (layers 0–{half - 1} removed vs none)",
-             stats.verdict(stats.scores(low, full, n), "==",
-                           "removing layers 0–4 of 12 barely affects MNLI (Houlsby Fig. 6)")),
+             stats.verdict(diff(lower, None), "==", "removing layers 0–4 of 12 barely affects MNLI (Houlsby Fig. 6)")),
             (f"{task}: upper layers' adapters matter more (lower half removed minus upper half removed)",
-             stats.verdict(stats.scores(low, high, n), ">",
-                           "removing layers 8–11 costs far more than 0–4 (Houlsby Fig. 6)")),
+             stats.verdict(diff(lower, upper), ">", "removing layers 8–11 costs far more than 0–4 (Houlsby Fig. 6)")),
             (f"{task}: any single layer's adapters removable (worst layer vs none)",
              stats.all_of(singles, "at most 2 points for any single layer (Houlsby Fig. 6, diagonal)")),
             (f"{task}: all adapters removed falls to the majority class",
-             stats.verdict(stats.scores(every, base, n, b_exact=True), "==",
+             stats.verdict(stats.scores(span(*everything), base, n, b_exact=True), "==",
                            "the majority class: 37% MNLI, 69% CoLA (Houlsby Fig. 6)")),
         ]
     return lines + _verdict_lines(claims), claims

@@ -1,6 +1,6 @@
 """Layer removal: score a trained model with the adapters of every contiguous span of blocks removed.
 
-    scores = removal.layer_removal_scores(model, batches, task)   # SpanScores {(i, j): metric}, .full
+    scores = removal.layer_removal_scores(model, batches, task)   # SpanScores {(i, j): metric}, .full, .correct
     logits, labels, L = removal.span_logits(model, batches)        # the same, before scoring
 
 The engine behind Houlsby Fig. 6 (left/centre), beside inject.adapters_disabled, which it uses: one
@@ -24,11 +24,13 @@ from .inject import adapters_disabled
 
 class SpanScores(dict):
     """{(first_layer, last_layer): score} for every contiguous span of removed adapters,
-    with .full (nothing removed), .metric and .layers (number of blocks)."""
+    with .full (nothing removed), .metric, .layers (number of blocks) and .correct: {span, or None
+    for nothing removed: train.correct_bits of the examples it classifies right} when the metric is
+    accuracy (so two spans can be compared paired by example), else {}."""
 
-    def __init__(self, scores, full, metric, layers):
+    def __init__(self, scores, full, metric, layers, correct=None):
         super().__init__(scores)
-        self.full, self.metric, self.layers = full, metric, layers
+        self.full, self.metric, self.layers, self.correct = full, metric, layers, correct or {}
 
     def __repr__(self):
         return f"SpanScores({self.metric}, full={self.full:.4f}, {len(self)} spans)"
@@ -103,7 +105,10 @@ def layer_removal_scores(model, batches, task, device="cpu", cached=True, precis
     logits, labels, L = span_logits(model, batches, device, cached, precision, progress)
     scores = {span: task.compute_metrics(x, labels)[task.metric] for span, x in logits.items()}
     full = scores.pop(None)
-    return SpanScores(scores, full, task.metric, L)
+    # per-example bits: the spans are scored on the same examples, so their differences pair by example
+    correct = ({span: T.correct_bits(x.argmax(-1) == labels) for span, x in logits.items()}
+               if task.metric == "accuracy" else {})
+    return SpanScores(scores, full, task.metric, L, correct)
 
 
 def span_block_evaluations(n_layers):

@@ -167,6 +167,9 @@ def build_layer_removal(profile, records, spans):
       n_removed    last_layer - first_layer + 1;  n_layers: blocks in the model
       backbone, lr, steps, epochs (passes over the train set), eval_examples,
       run_key (the store key of the trained run)
+      correct, full_correct  which examples the span (and the unablated model) classifies right,
+                   train.correct_bits hex (empty for span records stored without them, or a metric
+                   other than accuracy): differences between spans pair by example (stats.by_example)
     The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
     timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records."""
     p = profiles_module.resolve(profile)
@@ -174,9 +177,11 @@ def build_layer_removal(profile, records, spans):
     for task, best in best_runs(records).items():
         config, s = _cfg(best), spans[task]
         key = planning.run_key(config, p, "layer_removal")
+        correct = {(i, j): bits for i, j, bits in s.get("correct", {}).get("spans", [])}
         for i, j, value in s["spans"]:
             rows.append(dict(task=task, first_layer=i, last_layer=j, metric=s["metric"], value=value,
                              full_value=s["full"], baseline=s["majority"], drop=value - s["full"],
+                             correct=correct.get((i, j)), full_correct=s.get("correct", {}).get("full"),
                              n_removed=j - i + 1, n_layers=s["layers"], backbone=config.backbone,
                              **run_columns(best),
                              epochs=best["steps"] * config.train.batch_size / best["train_examples"],
@@ -204,6 +209,8 @@ def evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
     return {
         "metric": scores.metric, "layers": scores.layers, "full": scores.full,
         "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
+        "correct": {"full": scores.correct.get(None), "spans": [[i, j, scores.correct[(i, j)]]
+                                                               for (i, j) in sorted(scores) if scores.correct]},
         "majority": task.majority_baseline("validation")[task.metric],
         "eval_examples": len(encoded), "eval_seconds": seconds,
         "timing": time_span_evaluation(model, batches, device, config.train.precision),

@@ -162,6 +162,10 @@ def test_cached_and_naive_span_evaluation_agree():
     b = removal.layer_removal_scores(model, data, task, "cpu", cached=False)
     assert dict(a) == pytest.approx(dict(b)) and a.full == pytest.approx(b.full) and a.metric == "accuracy"
     assert a.full == pytest.approx(T.evaluate(model, data, task, torch.device("cpu"))["accuracy"])
+    n = len(labels)  # the per-example bits count what the scores count: accuracy = right / n
+    for span, bits in a.correct.items():
+        right = np.unpackbits(np.frombuffer(bytes.fromhex(bits), dtype=np.uint8))[:n].sum()
+        assert right / n == pytest.approx(a.full if span is None else a[span])
     # the model is left as it was: all adapters on, its own blocks and embeddings back in place
     assert len(model.bert.encoder.layer) == 2 and type(model.bert.embeddings).__name__ == "BertEmbeddings"
     assert all(a.enabled for a in adapters(model).values())

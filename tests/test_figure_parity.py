@@ -104,10 +104,17 @@ def test_png_and_html_draw_the_same_marks_in_every_view(family):
 
 
 @pytest.mark.parametrize("family", ["init_scale", "param_performance", "low_resource", "learning_curves"])
-def test_the_committed_figures_have_unconverged_runs_to_mark_and_both_renderers_mark_them(family):
-    """The parity above would pass vacuously without ✕ markers: the committed runs include some that
-    did not converge, so every figure of these families must carry them, in the PNG and in the HTML."""
-    figure = figures.define(family, committed(family))
+def test_both_renderers_mark_the_unconverged_runs_of_a_committed_table(family):
+    """The parity above would pass vacuously without ✕ markers: on the committed table with its first run
+    marked unconverged (a converged protocol may leave none), both renderers must carry the markers."""
+    table = committed(family)
+    if isinstance(table, pd.DataFrame):
+        table = table.copy()
+        table.loc[table.index[0], "converged"] = False
+    else:  # the teaching runs' records, {method: record}
+        first = next(iter(table))
+        table = {**table, first: {**table[first], "converged": False}}
+    figure = figures.define(family, table)
     bad = {s.name for v in figure.views.values() for s in v.series if s.bad_x}
     assert bad
     page = plots.html(figure)

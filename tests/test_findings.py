@@ -182,6 +182,27 @@ def test_layer_removal_reading_judges_figure_6():
     assert "Houlsby Fig. 6" in claim(found, "single layer").paper
 
 
+def test_layer_removal_pairs_spans_by_example_when_the_table_has_the_bits():
+    from adapterlab import train
+    n, full_right = 1000, [True] * 840 + [False] * 160
+    rows = []
+    for first in range(4):
+        for last in range(first, 4):
+            lost = 4 * (last - first + 1) if last < 2 else 150 * (last - first + 1)  # examples it now gets wrong
+            right = [False] * min(lost, 840) + full_right[min(lost, 840):]
+            rows.append(dict(task="t", first_layer=first, last_layer=last, value=sum(right) / n, full_value=0.84,
+                             baseline=0.64, eval_examples=n, n_layers=4, converged=True,
+                             correct=train.correct_bits(right), full_correct=train.correct_bits(full_right)))
+    df = pd.DataFrame(rows)
+    lower = claim(findings.claims("layer_removal", df), "lower layers")
+    # layers 0-1 removed lose 8 of 1,000 examples, nothing gained: -0.8 points with a paired SE of 0.28, inside
+    # the 1.5-point margin; the same scores unpaired have an SE of 1.6 and could not show it
+    assert lower.label == "reproduced" and lower.diff.how == "paired by example on 1,000"
+    unpaired = claim(findings.claims("layer_removal", df.drop(columns=["correct", "full_correct"])), "lower layers")
+    assert unpaired.label == "inconclusive" and unpaired.diff.estimate == pytest.approx(lower.diff.estimate)
+    assert "paired by example" in findings.layer_removal(df)[0]
+
+
 def test_teaching_reading_gives_each_method_a_verdict_against_full():
     results = pd.DataFrame({"test accuracy": [0.82, 0.818, 0.5], "trainable %": [100.0, 2.7, 0.08],
                             "examples/s": [40.0, 60.0, 70.0]}, index=pd.Index(["full", "houlsby", "compacter++"]))
