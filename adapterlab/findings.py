@@ -196,7 +196,8 @@ def teaching_table(records):
 # ----------------------------------------------------------------------------- 04 layer removal
 
 def _span_difference(d, n):
-    """(diff, paired): diff(x, y) is span x's score minus span y's (each (first, last), or None for nothing
+    """(value, diff, paired): value(x) is span x's score ((first, last), or None for nothing removed);
+    diff(x, y) is span x's score minus span y's (each (first, last), or None for nothing
     removed) on the same n validation examples, paired by example when the table has the per-example bits
     (stats.by_example), else with the unpaired SE of two scores (stats.scores: conservative)."""
     def row(x):
@@ -212,7 +213,7 @@ def _span_difference(d, n):
 
     def diff(x, y):
         return stats.by_example(bits(y), bits(x), n) if paired else stats.scores(value(x), value(y), n)
-    return diff, paired
+    return value, diff, paired
 
 
 def _layer_removal(df):
@@ -221,8 +222,7 @@ def _layer_removal(df):
         full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
         n = int(d["eval_examples"].iloc[0])
         layers = int(d["n_layers"].iloc[0]) if "n_layers" in d else int(d["last_layer"].max()) + 1
-        span = lambda a, b: float(d[(d["first_layer"] == a) & (d["last_layer"] == b)]["value"].iloc[0])  # noqa: E731
-        diff, paired = _span_difference(d, n)
+        value, diff, paired = _span_difference(d, n)
         half = layers // 2
         lower, upper, everything = (0, half - 1), (half, layers - 1), (0, layers - 1)
         how = ("differences are paired by example (every span is scored on the same validation tweets)" if paired
@@ -231,11 +231,11 @@ def _layer_removal(df):
         lines.append(f"**Layer removal, {task}** (one run; validation accuracy on {n:,} examples, sampling SE of one "
                      f"score {pts(math.sqrt(full * (1 - full) / n))} points; {how}; "
                      f"{unconverged(d.head(1)).replace('runs', 'run')}):")
-        lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(span(*lower))}, "
-                     f"upper half ({half}–{layers - 1}) removed {pts(span(*upper))}, all removed "
-                     f"{pts(span(*everything))}; majority class {pts(base)}.")
+        lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value(lower))}, "
+                     f"upper half ({half}–{layers - 1}) removed {pts(value(upper))}, all removed "
+                     f"{pts(value(everything))}; majority class {pts(base)}.")
         singles = [stats.verdict(diff((i, i), None), "==", "") for i in range(layers)]
-        worst = min(range(layers), key=lambda i: span(i, i))
+        worst = min(range(layers), key=lambda i: value((i, i)))
         lines.append(f"- one layer removed: at worst {ci_text(diff((worst, worst), None))} points (layer {worst}).")
         claims += [
             (f"{task}: lower layers' adapters removable with a small loss (layers 0–{half - 1} removed vs none)",
@@ -245,7 +245,7 @@ def _layer_removal(df):
             (f"{task}: any single layer's adapters removable (worst layer vs none)",
              stats.all_of(singles, "at most 2 points for any single layer (Houlsby Fig. 6, diagonal)")),
             (f"{task}: all adapters removed falls to the majority class",
-             stats.verdict(stats.scores(span(*everything), base, n, b_exact=True), "==",
+             stats.verdict(stats.scores(value(everything), base, n, b_exact=True), "==",
                            "the majority class: 37% MNLI, 69% CoLA (Houlsby Fig. 6)")),
         ]
     return lines + _verdict_lines(claims), claims

@@ -177,11 +177,12 @@ def build_layer_removal(profile, records, spans):
     for task, best in best_runs(records).items():
         config, s = _cfg(best), spans[task]
         key = planning.run_key(config, p, "layer_removal")
-        correct = {(i, j): bits for i, j, bits in s.get("correct", {}).get("spans", [])}
+        bits = s.get("correct", {})  # absent from span records stored before they kept it
+        correct = {(i, j): b for i, j, b in bits.get("spans", [])}
         for i, j, value in s["spans"]:
             rows.append(dict(task=task, first_layer=i, last_layer=j, metric=s["metric"], value=value,
                              full_value=s["full"], baseline=s["majority"], drop=value - s["full"],
-                             correct=correct.get((i, j)), full_correct=s.get("correct", {}).get("full"),
+                             correct=correct.get((i, j)), full_correct=bits.get("full"),
                              n_removed=j - i + 1, n_layers=s["layers"], backbone=config.backbone,
                              **run_columns(best),
                              epochs=best["steps"] * config.train.batch_size / best["train_examples"],
@@ -209,8 +210,8 @@ def evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
     return {
         "metric": scores.metric, "layers": scores.layers, "full": scores.full,
         "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
-        "correct": {"full": scores.correct.get(None), "spans": [[i, j, scores.correct[(i, j)]]
-                                                               for (i, j) in sorted(scores) if scores.correct]},
+        "correct": {"full": scores.correct.get(None),
+                    "spans": [[i, j, scores.correct[(i, j)]] for i, j in sorted(scores)] if scores.correct else []},
         "majority": task.majority_baseline("validation")[task.metric],
         "eval_examples": len(encoded), "eval_seconds": seconds,
         "timing": time_span_evaluation(model, batches, device, config.train.precision),

@@ -318,6 +318,10 @@ def test_lora_matches_peft(backbone):
         for _, update in lora.lora_layers(ours):
             update.B.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
     assert lora.copy_to_peft(ours, theirs) == len(lora.lora_layers(ours)) > 0
+    query_only = peft.get_peft_model(twin_backbones(backbone)[1], peft.LoraConfig(
+        task_type=peft.TaskType.SEQ_CLS, r=4, lora_alpha=8, target_modules=["query"], lora_dropout=0.0))
+    with pytest.raises(ValueError, match=r"copied \d+ of \d+ LoRA layers.*same target modules"):
+        lora.copy_to_peft(ours, query_only)  # our value layers have no counterpart there
     assert sum(p.numel() for p in theirs.parameters() if p.requires_grad) == al.count_parameters(ours).trainable
     with torch.no_grad():
         mine, reference = ours(**batch).logits, theirs(**batch).logits

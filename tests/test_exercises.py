@@ -299,6 +299,9 @@ def test_forbidden_shortcuts_are_restored_after_the_check():
     A, B = torch.eye(2), torch.ones(2, 2)
     assert torch.equal(torch.kron(A, B), A.kron(B)) and np.kron(np.eye(2), np.ones(2)).shape == (2, 4)
     assert "kron" not in torch.Tensor.__dict__
+    import scipy.linalg
+    check("02.hadamard_transform", lambda v: torch.from_numpy(scipy.linalg.hadamard(v.shape[-1]) * 1.0) @ v, quiet=True)
+    assert scipy.linalg.hadamard(2).tolist() == [[1, 1], [1, -1]]  # the refused library function is back
 
 
 def test_an_answer_no_hint_foresaw_still_gets_no_traceback():

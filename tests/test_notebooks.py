@@ -392,6 +392,7 @@ def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, t
     assert re.search(r"02_fine\s+ok", printed) and re.search(r"01_boom\s+FAILED", printed), printed
     # the table credits files by the figure registry and the families' tables (no guessing from file times),
     # so a file a notebook writes on its own is not listed
+    assert not re.search(r"wrote:.*fine\.csv", printed), printed
 
 
 def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_path, capsys):
