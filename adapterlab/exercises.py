@@ -651,7 +651,7 @@ def check_deviation_exponent(exponent):
 def _collapse_tables():
     """Three small sweeps of tasks whose majority class differs (0.643 as airline's, a balanced 0.5, an
     imbalanced 0.84): one rule gives the right count on all three, a constant or a fixed threshold cannot.
-    No value lies near the rule's edge (findings.COLLAPSE above the baseline), so < and <= agree."""
+    No value lies near the rule's edge (stats.COLLAPSE above the baseline), so < and <= agree."""
     import pandas as pd
 
     tables = []
@@ -667,9 +667,9 @@ def _collapse_tables():
 
 
 def check_collapsed(count_collapsed):
-    """count_collapsed(df) -> the number of runs that ended less than findings.COLLAPSE (3 points) above the
+    """count_collapsed(df) -> the number of runs that ended less than stats.COLLAPSE (3 points) above the
     majority class."""
-    from .findings import COLLAPSE
+    from .stats import COLLAPSE
 
     tables = _collapse_tables()
     answers = [_count(_call(count_collapsed, df.copy()), "the count") for df in tables]
@@ -692,7 +692,7 @@ def check_collapsed(count_collapsed):
         if got == int((above.abs() < 0.1).sum()) or got == int((above < 0.1).sum()):
             raise Hint(f"{COLLAPSE * 100:g} points is {COLLAPSE:g} in these fractions")
         if got == int((above < 0.01).sum()):
-            raise Hint(f"the rule is {points} above the majority class (findings.COLLAPSE), not one point")
+            raise Hint(f"the rule is {points} above the majority class (stats.COLLAPSE), not one point")
         if got == int((above.abs() < COLLAPSE).sum()):
             raise Hint("a run that ends below the majority class has collapsed too: no absolute value")
         raise Hint(f"on a table whose majority class is {df['baseline'].iloc[0]:g} your count is {got}: compare "

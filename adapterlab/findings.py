@@ -28,10 +28,6 @@ import pandas as pd
 
 from . import labels, profiles, stats
 
-# A run "collapsed" when it ends less than 3 points above the majority class: 2 sampling SE of one score at
-# the ~64% majority rate on 1,000 validation tweets (2.5 on the whole 1,442-tweet split), so it is not shown
-# to beat always answering the majority class. One rule for every count (05's 1e-3 seed 0 ends 2.3 above).
-COLLAPSE = 0.03
 BEGIN, END = "<!-- findings:begin (python -m adapterlab.findings --write-readme) -->", "<!-- findings:end -->"
 
 
@@ -264,7 +260,7 @@ def _init_scale(df, flat_below=1e-2):
         base = d["baseline"].iloc[0]
         by = {std: g.set_index("seed")["value"] for std, g in d.groupby("init_std")}
         ref = min(by)
-        collapsed = {std: int((v - base < COLLAPSE).sum()) for std, v in by.items()}
+        collapsed = {std: int((v - base < stats.COLLAPSE).sum()) for std, v in by.items()}
         lines += [f"**Init scale, {task}** (validation accuracy, {_seeds(d)} seed(s), {unconverged(d)}; majority "
                   f"class {pts(base)}):",
                   "- seed mean per std: " + ", ".join(f"{s:.0e} {pts(v.mean())}" for s, v in sorted(by.items())) + ".",
@@ -272,7 +268,7 @@ def _init_scale(df, flat_below=1e-2):
                   + ", ".join(f"{s:.0e} {pts(v.median())}" for s, v in sorted(by.items())) + ".",
                   "- best of the seeds per std (the paper's rule: the best of several runs): "
                   + ", ".join(f"{s:.0e} {pts(v.max())}" for s, v in sorted(by.items())) + ".",
-                  f"- collapsed runs (ending < {COLLAPSE * 100:g} points above the majority class): "
+                  f"- collapsed runs (ending < {stats.COLLAPSE * 100:g} points above the majority class): "
                   + (", ".join(f"{n} of {len(by[s])} at {s:.0e}" for s, n in sorted(collapsed.items()) if n) or "none")
                   + "."]
         small = sorted(s for s in by if s <= flat_below)
@@ -598,6 +594,17 @@ def report(profile="default"):
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
         rows += [(labels.FAMILY_NOTEBOOK[family][:2], title, v) for title, v in found]
+    streamed = stored_runs(profile, labels.STREAM)
+    if streamed:  # notebook 08: its own readings (stream.readings), once every step is stored
+        from . import stream
+        seconds, what = _cost(streamed)
+        try:
+            lines = stream.readings(stream.load(profile))
+        except ValueError as missing:  # a partial stream: say what is missing instead of a partial reading
+            lines = [f"- {missing}"]
+        out += [f"**A stream of tasks** (notebook 08, {stream.order_name(stream.settings(profile).orders[0])}, "
+                "and a second order):", *lines,
+                f"  *(from scratch: {len(streamed)} step(s), {seconds / 60:.0f} min, {what})*", ""]
     if rows:
         tally = Counter(v.label for _, _, v in rows)
         out += [f"**Every paper claim, its verdict and the numbers behind it** ({len(rows)} claims: "

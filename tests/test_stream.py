@@ -227,3 +227,22 @@ def test_the_sequential_model_file_round_trips(tmp_path):
     again.use("tweets/apple")
     for (n, a), (_, b) in zip(model.named_parameters(), fresh.named_parameters()):
         assert torch.equal(a, b), n
+
+
+def test_the_adapters_accuracy_gap_is_paired_and_read_out(out):
+    """The reading's adapters-minus-copies gap is the difference of the two learners' final columns (mean over
+    tasks), and the reading says how many adapter runs were still at their best at the last evaluation."""
+    result = out["result"]
+    order = SMALL.orders[0]
+    gap, rising, trained, collapsed = stream.adapter_gap(result)
+    final = {learner: result.matrix(learner, order).iloc[:, -1].mean() for learner in ("adapters", "copies")}
+    assert gap.estimate == pytest.approx(final["adapters"] - final["copies"], abs=1e-12)  # same numbers, averaged
+    assert gap.n == len(SMALL.seeds) and not gap.known  # one seed: no interval, and the reading says so
+    assert trained == len(SMALL.tasks) * len(SMALL.seeds) and 0 <= rising <= trained
+    line = next(l for l in stream.readings(result) if "What the adapters cost in accuracy" in l)
+    assert f"{100 * gap.estimate:+.1f} points (no noise estimate)" in line and f"{rising} of {trained}" in line
+    # a run that answers one class for every test tweet has collapsed whatever the threshold (classes: hex bytes)
+    one_class = [(t, sd) for t in SMALL.tasks for sd in SMALL.seeds
+                 if len(set(bytes.fromhex(result.record(stream.adapter_step(SMALL, t, sd))["test"]["classes"]))) == 1]
+    assert set(one_class) <= set(collapsed)
+    assert (f"{len(collapsed)} adapter run(s) collapsed" in line) == bool(collapsed)
