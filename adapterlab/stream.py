@@ -1007,8 +1007,8 @@ def readings(result):
                  "storage claims do not depend on it. "
                  + (f"{len(collapsed)} adapter run(s) collapsed (ended < {100 * stats.COLLAPSE:g} points above the "
                     "majority class: " + ", ".join(f"{short_name(t)} seed {sd}" for t, sd in collapsed)
-                    + f"), the instability 06 saw for Houlsby m=64 at this rate ({s.adapter_lr:g}); the "
-                    "paper's answer is the best of several runs, the mean above keeps them."
+                    + f"; Houlsby m={s.bottleneck} at lr {s.adapter_lr:g}): the paper's answer to such runs is the "
+                    "best of several, the mean above keeps them."
                     if collapsed else "No adapter run collapsed to the majority class."))
     margin = f"{100 * stats.MARGIN:.1f} points"
     if seq["small"].all():
