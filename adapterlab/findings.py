@@ -53,6 +53,16 @@ def ci_text(diff):
     return f"{pts(diff.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
 
 
+def chosen_text(lr, grid):
+    """'(chosen on validation from 0.001 0.003)', flagged when the choice is an end of the grid: the grid then
+    does not bracket the best rate, which may lie beyond it (a wider grid is a new protocol, not a relabelling)."""
+    rates = sorted(float(r) for r in grid.split())
+    end = ("lowest" if lr == rates[0] else "highest" if lr == rates[-1] else None) if len(rates) > 1 else None
+    beyond = {"lowest": "lower", "highest": "higher"}.get(end)
+    return f" (chosen on validation from {grid}" + (f"; the grid's {end}: a {beyond} rate was not tried)" if end
+                                                   else ")")
+
+
 # ----------------------------------------------------------------------------- convergence
 
 def unconverged(df):
@@ -369,7 +379,7 @@ def _param_performance(df):
         for label, g in d.groupby("label", sort=False):
             grid = g["lr_grid"].iloc[0] if "lr_grid" in g else None
             lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + (
-                f" (chosen from {grid})" if isinstance(grid, str) else "")
+                chosen_text(g["lr"].iloc[0], grid) if isinstance(grid, str) and "lr" in g else "")
             vs = (f"; minus full, paired by seed: {ci_text(by_seed(d, label, 'full'))}"
                   if label != "full" and "full" in set(d["label"]) else "")
             lines.append(f"- {label}: {pts(g['value'].mean())}{lr}, {g['percent'].iloc[0]:.3f}% trained{vs}.")
@@ -446,7 +456,7 @@ def _low_resource(df):
                      f"{pts(d['baseline'].iloc[0])}):")
         if "lr" in d:
             rates = ", ".join(f"{m} {'/'.join(f'{lr:g}' for lr in g['lr'].unique())}"
-                              + (f" (chosen on validation from {g['lr_grid'].iloc[0]})"
+                              + (chosen_text(g["lr"].iloc[0], g["lr_grid"].iloc[0])
                                  if "lr_grid" in g and isinstance(g["lr_grid"].iloc[0], str) else "")
                               for m, g in d.groupby("method", sort=False))
             lines.append(f"- learning rates: {rates}.")

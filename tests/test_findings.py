@@ -104,8 +104,15 @@ def test_low_resource_verdicts_are_paired_by_seed():
         findings.low_resource(judged))
     frame = rows.assign(lr=[1e-2 if m == "compacter++" else 1e-4 for m in rows["method"]],
                         lr_grid=["0.003 0.01" if m == "compacter++" else None for m in rows["method"]])
-    assert "- learning rates: compacter++ 0.01 (chosen on validation from 0.003 0.01), full 0.0001." in "\n".join(
-        findings.low_resource(frame))
+    assert "- learning rates: compacter++ 0.01 (chosen on validation from 0.003 0.01; the grid's highest: a higher " \
+           "rate was not tried), full 0.0001." in "\n".join(findings.low_resource(frame))
+
+
+def test_a_rate_chosen_at_an_end_of_its_grid_says_the_grid_may_not_bracket_the_best():
+    assert findings.chosen_text(0.003, "0.001 0.003 0.01") == " (chosen on validation from 0.001 0.003 0.01)"
+    assert findings.chosen_text(0.001, "0.001 0.003 0.01").endswith("the grid's lowest: a lower rate was not tried)")
+    assert findings.chosen_text(0.01, "0.003 0.01").endswith("the grid's highest: a higher rate was not tried)")
+    assert findings.chosen_text(0.01, "0.01") == " (chosen on validation from 0.01)"  # one rate: nothing chosen
 
 
 def test_param_performance_judges_the_papers_separations():
