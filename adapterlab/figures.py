@@ -25,13 +25,16 @@ from . import labels, profiles, stats
 from .labels import SCALE
 
 # seaborn's colorblind palette without its pale yellow (it reads badly on white), black added, and the
-# yellow last: the k-th method line gets colour and marker k in every figure and in both renderers
+# yellow last; then five of Paul Tol's muted colours for issue 24's methods (appended, so every earlier
+# line keeps its colour): the k-th method line gets colour and marker k in every figure and both renderers.
+# Matplotlib has 15 filled markers; the 16th line reuses the circle, in a colour no other line has
 PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494",
-           "#56b4e9", "#000000", "#ece133")
-MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*", "<", ">", "h")
+           "#56b4e9", "#000000", "#ece133", "#882255", "#44aa99", "#332288", "#999933", "#aa4499")
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*", "<", ">", "h", "p", "d", "H", "8", "o")
 # the order of method lines in legends (the param_performance CSV's `family` column; "adapters" is Houlsby)
 LINE_ORDER = ("adapters", "full", "top-k", "layernorm", "bitfit", "pfeiffer", "adapter-lowrank", "adapterdrop",
-              "phm", "compacter", "compacter++")
+              "phm", "compacter", "compacter++", "head-only", "lora", "prompt-tuning-R", "prompt-tuning-T",
+              "intrinsic-said")
 
 
 @dataclass

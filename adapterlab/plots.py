@@ -25,7 +25,8 @@ from . import profiles
 
 DPI = 150
 SYMBOLS = {"o": "circle", "s": "square", "D": "diamond", "^": "triangle-up", "v": "triangle-down", "P": "cross",
-           "X": "x", "*": "star", "<": "triangle-left", ">": "triangle-right", "h": "hexagon"}
+           "X": "x", "*": "star", "<": "triangle-left", ">": "triangle-right", "h": "hexagon", "p": "pentagon",
+           "d": "diamond-tall", "H": "hexagon2", "8": "octagon"}
 
 
 def save_figure(fig, name, profile=None):
