@@ -313,6 +313,20 @@ class ResultStore:
             atomic_write(path, "".join(line + "\n" for line in out))
         return entry
 
+    def prune(self, family, keep):
+        """Delete the records whose key is not in `keep` (a set of keys); return how many went.
+
+        For retiring the records of an earlier protocol once its successor is complete (git history
+        keeps them). Lines we cannot use are copied over unchanged, as put() does.
+        """
+        path = self.path(family)
+        with _Lock(self.root):
+            lines = self._parse(family, use_cache=False)
+            out = [line for line, e in lines if e is None or e["key"] in keep]
+            if len(out) < len(lines):
+                atomic_write(path, "".join(line + "\n" for line in out))
+        return len(lines) - len(out)
+
     # --- the main entry point ---------------------------------------------------
 
     def get_or_run(self, config, fn, family="runs", fresh=False):

@@ -281,3 +281,15 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypa
     with pytest.raises(OSError, match="disk full"):
         atomic_write(path, "never seen")
     assert path.read_bytes() == b"\x00\x01" and sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]
+
+
+def test_prune_deletes_only_the_records_not_kept_and_leaves_foreign_lines(tmp_path):
+    store = ResultStore(tmp_path)
+    for i in range(3):
+        store.put({"run": i}, {"score": i}, family="runs")
+    with open(store.path("runs"), "a") as f:
+        f.write('{"schema": 999, "not": "ours"}\n')  # another schema's line: kept, as put() keeps it
+    assert store.prune("runs", {config_key({"run": 1})}) == 2
+    assert [store.get({"run": i}, "runs") for i in range(3)] == [None, {"score": 1}, None]
+    assert store.path("runs").read_text().splitlines()[-1] == '{"schema": 999, "not": "ours"}'
+    assert store.prune("runs", {config_key({"run": 1})}) == 0  # nothing left to delete: file untouched
