@@ -54,6 +54,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -314,7 +315,8 @@ class ResultStore:
         return entry
 
     def prune(self, family, keep):
-        """Delete the records whose key is not in `keep` (a set of keys); return how many went.
+        """Delete the records whose key is not in `keep` (a set of keys), and their checkpoint folders;
+        return how many records went.
 
         For retiring the records of an earlier protocol once its successor is complete (git history
         keeps them). Lines we cannot use are copied over unchanged, as put() does.
@@ -323,9 +325,12 @@ class ResultStore:
         with _Lock(self.root):
             lines = self._parse(family, use_cache=False)
             out = [line for line, e in lines if e is None or e["key"] in keep]
-            if len(out) < len(lines):
+            gone = [e["key"] for _, e in lines if e is not None and e["key"] not in keep]
+            if gone:
                 atomic_write(path, "".join(line + "\n" for line in out))
-        return len(lines) - len(out)
+            for key in gone:  # a checkpoint belongs to its record (checkpoint_dir names it by the key)
+                shutil.rmtree(self.root / "checkpoints" / key, ignore_errors=True)
+        return len(gone)
 
     # --- the main entry point ---------------------------------------------------
 

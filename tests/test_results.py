@@ -289,7 +289,10 @@ def test_prune_deletes_only_the_records_not_kept_and_leaves_foreign_lines(tmp_pa
         store.put({"run": i}, {"score": i}, family="runs")
     with open(store.path("runs"), "a") as f:
         f.write('{"schema": 999, "not": "ours"}\n')  # another schema's line: kept, as put() keeps it
+    kept, dropped = store.checkpoint_dir({"run": 1}), store.checkpoint_dir({"run": 2})
+    (dropped / "adapter.safetensors").write_bytes(b"weights")
     assert store.prune("runs", {config_key({"run": 1})}) == 2
+    assert kept.is_dir() and not dropped.exists()  # a pruned record's checkpoint goes with it
     assert [store.get({"run": i}, "runs") for i in range(3)] == [None, {"score": 1}, None]
     assert store.path("runs").read_text().splitlines()[-1] == '{"schema": 999, "not": "ours"}'
     assert store.prune("runs", {config_key({"run": 1})}) == 0  # nothing left to delete: file untouched
