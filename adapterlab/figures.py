@@ -93,7 +93,8 @@ def colors(keys):
     outside LINE_ORDER) take the free slots in order of appearance."""
     keys = list(dict.fromkeys(labels.method_line(str(k)) for k in keys))
     slots = {k: LINE_ORDER.index(k) for k in keys if k in LINE_ORDER}
-    free = [i for i in range(len(PALETTE)) if i not in slots.values()]
+    # when the method lines hold every slot, further keys reuse them in order (a repeat beats a crash)
+    free = [i for i in range(len(PALETTE)) if i not in slots.values()] or list(range(len(PALETTE)))
     slots |= {k: free[i % len(free)] for i, k in enumerate(k for k in keys if k not in slots)}
     return {k: (PALETTE[i], MARKERS[i]) for k, i in slots.items()}
 

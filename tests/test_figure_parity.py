@@ -148,3 +148,8 @@ def test_every_method_line_of_the_committed_tradeoff_gets_its_own_colour_and_mar
     styles = figures.colors(lines)
     assert len(styles) == len(lines) and len(set(styles.values())) == len(lines)
     assert {marker for _, marker in styles.values()} <= set(plots.SYMBOLS)
+
+
+def test_a_key_beyond_every_method_line_still_gets_a_style():
+    styles = figures.colors([*figures.LINE_ORDER, "airline"])  # all 16 slots taken, then one more key
+    assert len(styles) == len(figures.LINE_ORDER) + 1 and styles["airline"][0] in figures.PALETTE
