@@ -38,10 +38,10 @@ lab: $(STAMP)
 # the course website, from the default profile's executed notebooks (re-running those that are
 # missing or older than their source, from cached results): build/site/default/html/index.html
 site: $(STAMP)
-	$(PY) -m adapterlab.site --profile default
+	$(PY) -m adapterlab.course.site --profile default
 
 # the student version (stubs) and the teacher's version (solutions filled in) of every notebook
 course: $(STAMP)
-	$(PY) -m adapterlab.exercises --out build/course
+	$(PY) -m adapterlab.course.exercises --out build/course
 
 include benchmarks/Makefile.inc

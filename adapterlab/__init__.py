@@ -4,10 +4,11 @@
     model = al.adapt(model, "compacter", n=4, bottleneck=24)
     print(al.count_parameters(model))
 """
-from .inject import adapt, adapters_disabled, load_adapter, save_adapter
-from .layers import BottleneckAdapter, LowRankLinear, PHMLinear
-from .methods import METHODS, MethodConfig, method
-from .params import count_parameters
+from .methods.inject import adapt, adapters_disabled
+from .methods.saving import load_adapter, save_adapter
+from .nn.layers import BottleneckAdapter, LowRankLinear, PHMLinear
+from .methods.config import METHODS, MethodConfig, method
+from .methods.params import count_parameters
 
 __all__ = [
     "METHODS", "MethodConfig", "method", "adapt", "adapters_disabled", "save_adapter", "load_adapter",

@@ -48,7 +48,7 @@ def add_train_parser(sub):
 
 
 def train_command(args):
-    from .train import RunConfig, TrainConfig, run
+    from .training.train import RunConfig, TrainConfig, run
 
     method_args = {k: getattr(args, k) for k in METHOD_FLAGS if getattr(args, k) is not None}
     config = RunConfig(
@@ -82,7 +82,7 @@ def add_sweep_parser(sub):
 
 
 def sweep_command(args):
-    from .sweep import sweep
+    from .experiments.sweep import sweep
 
     if args.address and args.executor != "ray":
         raise ValueError("--address is for --executor ray")
@@ -105,7 +105,7 @@ def add_regenerate_parser(sub):
 
 
 def regenerate_command(args):
-    from .regenerate import regenerate
+    from .course.regenerate import regenerate
 
     return regenerate(profile=args.profile, only=args.only, fresh=args.fresh, out=args.out,
                       dry_run=args.dry_run, jobs=args.jobs, timeout=args.timeout, workers=args.workers,

@@ -31,7 +31,7 @@ def run(examples=256, batch_size=32, rounds=3, warmup=1):
 
     from transformers import AutoTokenizer
 
-    from adapterlab import removal, tasks, train
+    from adapterlab.training import removal, tasks, train
 
     torch.manual_seed(0)
     model = common.base_model()

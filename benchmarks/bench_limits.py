@@ -99,7 +99,7 @@ def bf16(args, batches):
 
 
 def compiled(args, batches):
-    import adapterlab.inject as inject
+    import adapterlab.methods.inject as inject
 
     eager = common.adapterlab_model("houlsby")
     comp = common.adapterlab_model("houlsby")

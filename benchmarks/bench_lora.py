@@ -6,7 +6,7 @@ so that the update matters, A and B are copied into PEFT's LoraConfig model (sam
 dropout) built on the same MiniLM with the same 3-way head, and the logits must agree within LOGIT_RTOL;
 if not, the run exits 1 before any timing. Both train the same parameters (A, B and the classifier).
 Then training steps (forward + loss, backward, AdamW) alternate A B A B after a warm-up
-(timing.alternate), and the serving cost is timed with adapterlab.latency.inference_latency at
+(timing.alternate), and the serving cost is timed with adapterlab.training.latency.inference_latency at
 batch 1 and 32: the base model, LoRA unmerged (the update runs beside each target) and merged (folded
 into the weights: the base model's cost).
 
@@ -33,7 +33,7 @@ def models(seed=0):
     import peft
 
     import adapterlab as al
-    from adapterlab import lora
+    from adapterlab.methods import lora
 
     cfg = al.method("lora")
     ours = common.base_model(seed)
@@ -52,7 +52,7 @@ def models(seed=0):
 
 def check_logits(ours, theirs, batch):
     """Same logits on the same weights (else AssertionError); also how far merging moves them."""
-    from adapterlab import lora
+    from adapterlab.methods import lora
 
     ours.eval(), theirs.eval()
     with torch.no_grad():
@@ -70,8 +70,8 @@ def check_logits(ours, theirs, batch):
 
 def latencies(model, batch_sizes, seq, repeats):
     """{batch size: {base, unmerged, merged}} median seconds per forward pass."""
-    from adapterlab import lora
-    from adapterlab.latency import inference_latency
+    from adapterlab.methods import lora
+    from adapterlab.training.latency import inference_latency
 
     out = {}
     for b in batch_sizes:

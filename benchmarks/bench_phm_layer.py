@@ -35,7 +35,7 @@ def adapterhub_phm(d_in, d_out, n):
 
 
 def sides_for(d_in, d_out, n, x, repeat):
-    from adapterlab.layers import PHMLinear
+    from adapterlab.nn.layers import PHMLinear
 
     ours = PHMLinear(d_in, d_out, n, rank=1)
     layers = {

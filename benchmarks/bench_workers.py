@@ -31,8 +31,8 @@ def one_worker(threads, seed=0):
     timing.set_threads(threads)
     import torch
 
-    from adapterlab import tasks as task_registry
-    from adapterlab.train import RunConfig, build, model_inputs
+    from adapterlab.training import tasks as task_registry
+    from adapterlab.training.train import RunConfig, build, model_inputs
 
     model, tokenizer, task = build(RunConfig(method="houlsby", method_args=dict(bottleneck=64), train_size=2000,
                                              max_length=64))

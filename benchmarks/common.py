@@ -248,9 +248,9 @@ def adapterhub_name(name, phm):
     (adapter_down is Sequential(projection, activation)), the shared rule under bert.shared_parameters.
     Base weights, LayerNorms and the head keep their names on both sides.
     """
-    import adapterlab.inject
+    import adapterlab.methods.inject
 
-    if name == adapterlab.inject.SHARED_RULE_NAME:
+    if name == adapterlab.methods.inject.SHARED_RULE_NAME:
         return f"bert.shared_parameters.{ADAPTER}.phm_rule"
     match = re.fullmatch(r"(.+)\.dropout\.adapter\.(down|up)\.(\w+)", name)
     if match is None:

@@ -132,7 +132,7 @@ def report(results):
              f"- GPU: {results['machine']['cuda'] or 'none on this machine (GPU columns left empty)'}",
              f"- sections 1-2 (AdapterHub venv): {json.dumps(s.get('1', {}).get('versions', {}))}",
              f"- sections 3-5 (main venv): {json.dumps(s.get('3', {}).get('versions', {}))}",
-             f"- load average (1 min) at start/end of each section: " + ", ".join(
+             "- load average (1 min) at start/end of each section: " + ", ".join(
                  f"§{k} {fmt(v.get('loadavg_start'), 1)}/{fmt(v.get('loadavg_end'), 1)}"
                  for k, v in s.items() if "loadavg_start" in v),
              "", "Method: each comparison warms up, then alternates the sides (A B A B ...) and reports the median "
@@ -267,7 +267,7 @@ def report(results):
         lines += ["", f"## 7. Training throughput: {s7['cores']} runs of 1 thread side by side vs 1 run of "
                   f"{s7['cores']} threads (default profile's step)",
                   "", "Houlsby m=64 on MiniLM-L6, batch 32 airline tweets; the same first loss on both sides (checked). "
-                  f"Examples per second of the whole machine, B/A per round: "
+                  "Examples per second of the whole machine, B/A per round: "
                   + ", ".join(f"{x:.2f}" for x in s7["ratios"]) + f"; median {s7['per_core_vs_all_threads']:.2f} "
                   f"(timed windows overlapping at least {100 * s7['min_overlap']:.0f}%). This is why "
                   "`regenerate --workers` / `sweep --max-parallel` share the cores out on CPU."

@@ -1,4 +1,4 @@
-"""Sphinx configuration of the course website (built by `make site`, see adapterlab/site.py).
+"""Sphinx configuration of the course website (built by `make site`, see adapterlab/course/site.py).
 
 Everything the pages load is local, so the site builds and works without a network: the theme
 is a pip-installed package (nothing is downloaded at build time), MathJax comes from a PyPI

@@ -1,5 +1,5 @@
 # Solutions to the exercises of 01_bottleneck_adapter.ipynb, one section per exercise.
-# `python -m adapterlab.exercises --out build/course` puts them into the solution notebooks.
+# `python -m adapterlab.course.exercises --out build/course` puts them into the solution notebooks.
 
 # %% exercise: 01.adapter_forward
 def adapter_forward(h, W_down, b_down, W_up, b_up):

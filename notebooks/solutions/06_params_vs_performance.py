@@ -3,7 +3,7 @@
 # %% exercise: 06.percent_trained
 def percent_trained(model):
     # the base model: every parameter except the adapters' and the new head's (what al.count_parameters counts)
-    groups = al.params.parameter_groups(model)
+    groups = params.parameter_groups(model)
     base = sum(p.numel() for name, p in model.named_parameters() if groups[name] in ("backbone", "layernorm"))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     return 100 * trainable / base

@@ -1,0 +1,396 @@
+"""Profiles: how big each experiment is, and where results and figures go.
+
+    smoke    tiny random BERT + synthetic task; every notebook in seconds (the tests)
+    default  packaged pretrained MiniLM-L6 + airline sentiment; CPU-sized, offline
+    paper    the papers' settings (bert-base / t5-base on GLUE); needs a GPU and the hub
+
+This module holds the Profile, the typed settings of each experiment (Teaching, LayerRemoval,
+InitScale, ParamPerformance, LowResource: frozen dataclasses, so a misspelled setting is a
+ValueError naming the valid ones, never a silent default), the three profiles, and where results
+and figures go. A notebook reads its profile from ADAPTERLAB_PROFILE (papermill can inject it);
+planning.py turns a profile's settings into run configs.
+"""
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+PROFILE_NAMES = ("smoke", "default", "paper")
+GLUE_TASKS = ("glue/mnli", "glue/cola", "glue/sst2", "glue/mrpc", "glue/stsb", "glue/qnli", "glue/qqp", "glue/rte")
+
+
+# ----------------------------------------------------------------------------- experiment settings
+# Every experiment's settings, typed. A profile may write them as dicts (dict(stds=..., seeds=...)):
+# Profile turns each into its dataclass, and an unknown key raises. Settings left None fall back to
+# the profile's own (tasks, backbone, train size, epochs, evaluation cap); `train` holds TrainConfig
+# fields that override the profile's `train` for this experiment only.
+
+
+def _settings(cls, value, where):
+    """`value` (a dict or a cls) as a cls; a ValueError names an unknown key and the valid ones."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a dict or {cls.__name__}, got {type(value).__name__}")
+    valid = [f.name for f in fields(cls)]
+    unknown = [k for k in value if k not in valid]
+    if unknown:
+        raise ValueError(f"{where} has unknown setting(s) {', '.join(map(repr, unknown))}; "
+                         f"valid: {', '.join(valid)}")
+    try:
+        return cls(**value)
+    except TypeError as error:  # a required setting is missing
+        raise ValueError(f"{where}: {error}; valid settings: {', '.join(valid)}") from None
+
+
+@dataclass(frozen=True)
+class _Common:
+    """Settings every figure experiment has."""
+    tasks: tuple | None = None  # None: the profile's tasks
+    train: dict = field(default_factory=dict)  # TrainConfig fields for this experiment's runs
+    eval_size: int | None = None  # cap on validation/test examples; None: the profile's eval_size
+    # budget control: a few of the experiment's settings retrained at budget_factor x the steps
+    # (the entries are the experiment's own: methods, stds or sizes), to show a conclusion survives
+    budget_control: tuple = ()
+    budget_factor: int = 2
+
+
+@dataclass(frozen=True)
+class Teaching:
+    """Notebook 03: the methods trained side by side, and the adapter swap."""
+    methods: tuple = ("full", "houlsby", "pfeiffer", "compacter", "compacter++")
+    swap_method: str = "houlsby"  # trained on two tasks; 03 swaps its adapters
+    second_task: str | None = None  # the swap's second task (None: the first that fits)
+    eval_size: int | None = None
+
+
+@dataclass(frozen=True)
+class LayerRemoval(_Common):
+    """Notebook 04 (Houlsby Fig. 6 left/centre): Houlsby runs, the best on validation ablated."""
+    method_args: dict = field(default_factory=dict)  # Houlsby's settings (bottleneck)
+    lrs: tuple | None = None  # the learning-rate grid; None: the method's rate
+    epochs: tuple | None = None  # the epochs grid; None: the profile's epochs
+
+
+@dataclass(frozen=True)
+class InitScale(_Common):
+    """Notebook 05 (Houlsby Fig. 6 right): Houlsby adapters from inits of each std."""
+    stds: tuple = ()
+    seeds: tuple = (0,)
+    method_args: dict = field(default_factory=dict)
+    epochs: float | dict | None = None  # epochs, or {task: epochs, "default": epochs}; None: the profile's
+
+
+@dataclass(frozen=True)
+class ParamPerformance(_Common):
+    """Notebook 06 (Houlsby Figs. 3/4, Compacter's trade-off): every method entry, lr chosen on validation.
+
+    methods: entries (method, method_args) or (method, method_args, {"lrs": own grid, TrainConfig fields}).
+    groups: settings dicts, each a ParamPerformance of its own that overrides these settings (the paper
+    plans Houlsby's BERT panels and Compacter's T5 table this way); none: these settings are the group."""
+    methods: tuple = ()
+    lr_grid: dict = field(default_factory=dict)  # method -> learning rates tried at the first seed
+    method_lr: dict = field(default_factory=dict)  # method -> rate without a grid (else the profile's)
+    seeds: tuple = (0,)
+    epochs: float | dict | None = None  # as InitScale.epochs
+    backbone: str | None = None  # None: the profile's
+    train_size: int | None = None  # None: the profile's
+    groups: tuple = ()
+
+    def resolved_groups(self):
+        """The groups as ParamPerformance settings (each with these settings as its defaults)."""
+        if not self.groups:
+            return [self]
+        base = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "groups"}
+        valid = set(base)
+        out = []
+        for i, group in enumerate(self.groups):
+            unknown = [k for k in group if k not in valid]
+            if unknown:
+                raise ValueError(f"param_performance.groups[{i}] has unknown setting(s) "
+                                 f"{', '.join(map(repr, unknown))}; valid: {', '.join(sorted(valid))}")
+            out.append(ParamPerformance(**{**base, **group}))
+        return out
+
+
+@dataclass(frozen=True)
+class LowResource(_Common):
+    """Notebook 07 (Compacter Fig. 4): methods on nested seeded subsets of growing size.
+
+    Schedule per size: epochs[size] (the paper's), else steps (a number, or {size | "default": steps}).
+    A method with a grid runs each rate at lr_choice_size with each of lr_choice_seeds (default: the first
+    seed); every size and seed then trains at the rate with the best mean validation over those seeds."""
+
+    def choice_seeds(self):
+        return tuple(self.lr_choice_seeds) if self.lr_choice_seeds else tuple(self.seeds[:1])
+
+    def seeds_of(self, method_name):
+        return tuple(self.method_seeds.get(method_name, self.seeds))
+    sizes: tuple = ()
+    methods: tuple = ()
+    seeds: tuple = (0,)
+    method_args: dict = field(default_factory=dict)  # method -> its settings
+    lr_grid: dict = field(default_factory=dict)
+    lr_choice_size: int | None = None
+    lr_choice_seeds: tuple | None = None  # seeds each grid rate trains with (None: the first seed); mean decides
+    method_seeds: dict = field(default_factory=dict)  # method -> its seeds (others: `seeds`)
+    method_lr: dict = field(default_factory=dict)
+    epochs: dict | None = None  # size -> epochs
+    steps: int | dict | None = None  # used when epochs is None
+    evaluations: int = 10  # validations per run (eval_every = steps / evaluations)
+    backbone: str | None = None
+
+
+SETTINGS = {"teaching": Teaching, "layer_removal": LayerRemoval, "init_scale": InitScale,
+            "param_performance": ParamPerformance, "low_resource": LowResource}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    backbone: str  # the Houlsby-figure backbone (layer removal, init scale, teaching)
+    tasks: tuple  # tasks of the Houlsby figures
+    train: dict  # TrainConfig defaults for this profile (epochs, lr, batch_size, ...)
+    train_size: int | None = None  # subsample train to this many examples (None: all)
+    max_length: int = 128
+    eval_size: int | None = None  # cap validation/test examples (None: all)
+    method_lr: dict = field(default_factory=dict)  # learning rate per method (others: train["lr"])
+    teaching: Teaching = field(default_factory=Teaching)  # notebook 03
+    layer_removal: LayerRemoval = field(default_factory=LayerRemoval)  # notebook 04
+    init_scale: InitScale = field(default_factory=InitScale)  # notebook 05
+    param_performance: ParamPerformance = field(default_factory=ParamPerformance)  # notebook 06
+    low_resource: LowResource = field(default_factory=LowResource)  # notebook 07
+
+    def __post_init__(self):  # dicts become typed settings; a misspelled key raises here
+        for family, cls in SETTINGS.items():
+            object.__setattr__(self, family, _settings(cls, getattr(self, family), f"profile {self.name!r} {family}"))
+
+    def settings(self, family):
+        """The typed settings of one experiment ("teaching" or a figure family)."""
+        if family not in SETTINGS:
+            raise ValueError(f"unknown family {family!r}; choose one of {', '.join(SETTINGS)}")
+        return getattr(self, family)
+
+
+# The default profile's learning-rate grid per method (notebooks 06 and 07 choose from it on validation);
+# why these values: the param_performance comment in the default profile
+DEFAULT_LR_GRID = {"full": (1e-4, 3e-4), "top-k": (1e-4, 3e-4), "houlsby": (1e-3, 3e-3), "pfeiffer": (1e-3, 3e-3),
+                   "adapterdrop": (1e-3, 3e-3), "phm": (1e-3, 3e-3), "layernorm": (3e-3, 1e-2),
+                   "adapter-lowrank": (3e-3, 1e-2), "compacter": (3e-3, 1e-2), "compacter++": (3e-3, 1e-2),
+                   "bitfit": (1e-3, 3e-3, 1e-2)}
+
+PROFILES = {
+    "smoke": Profile(
+        name="smoke",
+        description="tiny random BERT (2 layers, hidden 64) on a synthetic task: checks that everything runs",
+        backbone="tiny",
+        tasks=("synthetic",),
+        train=dict(epochs=1, lr=3e-3, batch_size=32, max_steps=30),
+        train_size=400,
+        max_length=32,
+        eval_size=200,
+        teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
+                      second_task="synthetic"),
+        layer_removal=dict(method_args=dict(bottleneck=16)),
+        # the default protocols in miniature: seeds, a learning-rate grid, periodic validation
+        init_scale=dict(stds=(1e-6, 1e-3, 1.0), seeds=(0, 1), method_args=dict(bottleneck=16),
+                        train=dict(max_steps=20, eval_every=10), budget_control=(1e-3,)),
+        param_performance=dict(
+            methods=[("houlsby", dict(bottleneck=4)), ("houlsby", dict(bottleneck=16)),
+                     ("top-k", dict(k=1)), ("layernorm", {}), ("full", {}), ("compacter++", dict(bottleneck=16))],
+            lr_grid={"houlsby": (3e-3, 1e-2)}, seeds=(0, 1), train=dict(eval_every=15)),
+        low_resource=dict(sizes=(50, 100, 200), methods=("compacter++", "full"), seeds=(0, 1),
+                          method_args={"compacter++": dict(bottleneck=16)},
+                          lr_grid={"compacter++": (3e-3, 1e-2)}, lr_choice_size=100,
+                          epochs={50: 4, 100: 2, 200: 1}, evaluations=2),
+    ),
+    "default": Profile(
+        name="default",
+        description="pretrained all-MiniLM-L6-v2 (packaged) on airline sentiment tweets: CPU-sized, offline",
+        backbone="default",
+        tasks=("airline",),
+        # lr 1e-3 for adapter methods: 0.81 validation accuracy after 80 steps (3e-3 learns as fast when it
+        # learns, but one 160-step run stayed at the majority class throughout); full fine-tuning and top-k
+        # 2e-4 (5e-5 too slow). Compacter / Compacter++ with the authors' PHM init (rule N(0, 1e-4), Glorot
+        # factors): 3e-3, as in their configs (150 steps, seed 0, validation accuracy: Compacter++ 1e-3 0.699,
+        # 3e-3 0.813, 1e-2 0.794, 3e-2 0.799; Compacter 3e-3 0.816, 1e-2 0.724)
+        train=dict(epochs=3, lr=1e-3, batch_size=32),
+        method_lr={"full": 2e-4, "top-k": 2e-4, "compacter": 3e-3, "compacter++": 3e-3},
+        train_size=2000,
+        max_length=64,
+        # Protocol 3 (issue 27, fixed before its runs): every run validates and tests on the WHOLE splits
+        # (1,442 / 1,443 tweets). Why: convergence rule 3 (train.py) asks that a run's last-third gain be
+        # shown below 1.5 points (gain + 1.645 paired SE); on 500 tweets that SE is ~1.3 points, so no run
+        # could ever pass, on 1,442 it is ~0.7. A whole test split also halves the SE of every score.
+        eval_size=None,
+        # notebook 03 is the lesson's own runs (one per method, no claim rests on them alone). It first kept
+        # protocol 2's 500 validation/test tweets and its stored runs; once every other family was complete
+        # (session 13) it was retrained on the whole splits too, so every default record carries a rule version
+        # and its comparisons have the SE of 1,443 tweets, not 500 (issue 27)
+        teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
+                      second_task="synthetic"),
+        # one well-trained model; the heatmap is scored on the validation split. 480 steps validated every 80.
+        # Budget history: at 160 steps the validation curve (0.726/0.804/0.833/0.827) had not yet shown a
+        # plateau; protocol 3 first trained 240 steps (converged under rule 3, test 0.818), but its budget control
+        # at 480 steps gained +0.5 +- 1.4 points (2 SE, paired by example on the test split), not shown below
+        # 1.5 (budget rule, stats.budget_enough), so the budget was doubled as the rule prescribes; the 240-step
+        # records stay in the store, outside the plan. Budget control: the same run at 960 steps
+        layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=480, eval_every=80),
+                           budget_control=("airline",)),
+        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 360 steps validated every 60. Protocol 3 trains
+        # at lr 1e-3, the rate notebook 06 chose on validation for this very configuration (Houlsby m=64 at the
+        # preset std 1e-2): its validation 0.844 at 1e-3, while at 3e-3 the same run stayed at the majority class
+        # -- and the previous protocol's 3e-3 collapsed 2 of 6 runs at std 1e-3..1e-2 (issue 27's confound).
+        # Budget history: protocol 3 first trained 180 steps; 18 of its 24 runs were not converged under rule 3
+        # (the small stds start slower: at 1e-7..1e-4 the curves still rose ~1 point over the last third), and
+        # its budget control failed budget rule 2 (std 1e-4, seed 0: 79.2 at 180 steps, 82.1 at 360, +2.9 +- 1.4
+        # points, shown above the margin), so the budget was doubled as the rule prescribes; the 180-step records
+        # stay in the store, outside the plan. Budget control: std 1e-2 (the preset) and 1e-4 at 720 steps
+        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
+                        method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),
+                        budget_control=(1e-2, 1e-4)),
+        # Every method for 360 steps (~6 epochs of the 2,000 tweets), validated every 60 (six points, so the
+        # convergence rule can see a plateau over the last third). Learning rate chosen on
+        # validation (seed 0, whole validation split) from a grid per method, as Houlsby swept {3e-5, 3e-4, 3e-3}; then seeds 1 and 2 at the
+        # chosen rate (planning.choose_lrs): three seeds, so differences paired by seed have an interval. The grids bracket what short calibration runs (64 steps) found:
+        # 2e-4 for full and top-k (5e-5 too slow); 3e-3 for the larger adapters (Houlsby m=64: 0.72 test accuracy
+        # at 1e-3, 0.80 at 3e-3); 1e-2 for methods training < 0.5% of the weights (all still at the majority
+        # class at 1e-3; Compacter 0.78 at 1e-2, 0.67 at 3e-3 with the old PHM init -- with the authors' init 3e-3
+        # did best, see method_lr above, and both are in its grid); BitFit stayed at the majority class at 1e-2 with
+        # a loss above the class entropy (too large a step), so its grid goes down to 1e-3.
+        # Protocol 3 adds Compacter's other baselines (issue 24) at the authors' settings: Prompt Tuning-R and -T
+        # with 100 prompt tokens and Intrinsic-SAID with d' = 1,400 (Compacter 5.5; the authors' configs train both
+        # at 3e-2, so their grids bracket it), LoRA (r = 8 on query and value, PEFT's defaults; an adapter's grid)
+        # and the head-only probe (Houlsby's feature-based baseline; LayerNorm's grid).
+        # Grid history: Intrinsic-SAID's grid first held (3e-2, 1e-1) only. Both seed-0 trials sat at the majority
+        # class from the first validation on (step 60; training loss 0.925 and 0.934 against the class entropy
+        # 0.936), while the head alone (head-only) reaches 0.68 by step 60: at these rates the subspace step wrecks
+        # the body's features during warmup, so neither rate says anything about the method. The grid was extended
+        # downward (3e-3, 1e-2) before any seed at a chosen rate was trained, and the choice is made on all four.
+        # Budget history: protocols 2 and 3 first trained 180 steps (~3 epochs). Under rule 3 that is too short:
+        # protocol 3's first three 06 runs (Houlsby m=2 at 3e-3 and 1e-2, m=8 at 3e-3) were not converged, 05's
+        # Houlsby m=64 at 1e-3 left 18 of 24 runs unconverged at 180 steps and failed its budget control, and
+        # protocol 2's 06 runs still rose in their last third (issue 27's audit: LayerNorm ... 81.8 -> 82.8 ->
+        # 83.6). So 06 trains 360 steps, decided before any 06 run at 360 existed (issue 27: convergence comes
+        # before the budget); the 180-step records stay in the store, outside the plan.
+        # Budget control: Houlsby m=64, Compacter++, full fine-tuning and LayerNorm at 720 steps.
+        # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
+        param_performance=dict(
+            methods=[("houlsby", dict(bottleneck=m), dict(lrs=(3e-3, 1e-2))) for m in (2, 8)]
+            + [("houlsby", dict(bottleneck=64))] + [("top-k", dict(k=k)) for k in (1, 3)]
+            + [("layernorm", {}), ("bitfit", {}), ("full", {}), ("pfeiffer", {}), ("adapter-lowrank", {}),
+               ("adapterdrop", dict(drop_layers=3)), ("phm", dict(n=4)), ("phm", dict(n=8)), ("compacter", {}),
+               ("compacter++", {})]
+            + [("head-only", {}), ("lora", {}), ("prompt-tuning", dict(prompt_init="random")),
+               ("prompt-tuning", dict(prompt_init="vocab")), ("intrinsic-said", {})],
+            lr_grid={**DEFAULT_LR_GRID, "head-only": (3e-3, 1e-2), "lora": (1e-3, 3e-3),
+                     "prompt-tuning": (3e-2, 3e-1), "intrinsic-said": (3e-3, 1e-2, 3e-2, 1e-1)},
+            seeds=(0, 1, 2), train=dict(max_steps=360, eval_every=60),
+            budget_control=(("houlsby", dict(bottleneck=64)), ("compacter++", {}), ("full", {}), ("layernorm", {}))),
+        # Compacter Fig. 4's protocol scaled down. The paper trains 2,500 steps at every size (1000/200/100/50/25
+        # epochs of 100..4,000 examples); protocol 3 trains 375 steps at every size: 12,000 examples seen, three
+        # epochs of the largest subset (protocol 2's single epoch of 4,000 left Compacter++ at 4,000 below its own
+        # score at 2,000: a budget artefact, issue 27). Validation 6 times per run on the whole split and the best
+        # state tested (the paper: every 250 steps, best on validation); 3 seeds, each with its own nested subsets,
+        # methods compared paired by seed. Learning rates: each rate of the grid trains at 1,000 examples with
+        # seeds 0 and 1 and the best MEAN validation wins, so one seed's noise cannot decide (protocol 2 chose on
+        # one seed by 1-3 tweets of 500). Compacter's Fig. 4 compares Compacter++ with full fine-tuning only;
+        # Houlsby is our addition and trains one seed (its grid on seed 0), which saves ~35 minutes.
+        # Budget control: Compacter++ and full fine-tuning at 4,000 examples (the fewest epochs) at 750 steps
+        low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),
+                          lr_grid={**{m: DEFAULT_LR_GRID[m] for m in ("full", "houlsby")},
+                                   "compacter++": (*DEFAULT_LR_GRID["compacter++"], 3e-2)},
+                          lr_choice_size=1000, lr_choice_seeds=(0, 1), seeds=(0, 1, 2),
+                          method_seeds={"houlsby": (0,)}, steps=375, evaluations=6,
+                          budget_control=(("compacter++", 4000), ("full", 4000))),
+    ),
+    # The papers' protocols; each setting names the passage it follows (README "The paper profile").
+    "paper": Profile(
+        name="paper",
+        description="the papers' setting: bert-base-uncased on MNLI/CoLA (Houlsby), t5-base on GLUE (Compacter); GPU + hub",
+        backbone="bert-base-uncased",
+        # Houlsby Figs. 4 and 6 plot validation *accuracy* for CoLA as for MNLI-m (GLUE's CoLA metric is MCC,
+        # still recorded); ":accuracy" also makes accuracy the metric that picks the best state on validation
+        tasks=("glue/mnli", "glue/cola:accuracy"),
+        # Houlsby §3.1: Adam, batch 32, linear warm-up over the first 10% of steps then linear decay
+        train=dict(epochs=3, lr=3e-4, batch_size=32, warmup=0.1, precision="bf16"),
+        # Compacter's released configs (rabeehk/compacter seq2seq/configs/*.json), the rates its sweep over
+        # {3e-5, 3e-4, 3e-3, 3e-2, 3e-1} picked (Table 5): 3e-4 for T5 fine-tuning, Adapter, Pfeiffer-Adapter,
+        # AdapterDrop and BitFit; 3e-3 for Adapter-LowRank, PHM-Adapter, Compacter and Compacter++
+        method_lr={**{m: 3e-4 for m in ("full", "top-k", "houlsby", "pfeiffer", "adapterdrop", "bitfit")},
+                   **{m: 3e-3 for m in ("layernorm", "adapter-lowrank", "phm", "compacter", "compacter++")}},
+        teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
+                      second_task="glue/sst2"),
+        # Houlsby Fig. 6 left/centre (BERT-base, adapter size 64) after its GLUE protocol: lr {3e-5, 3e-4, 3e-3}
+        # x epochs {3, 20}, the best on validation is the model whose adapters are removed
+        layer_removal=dict(method_args=dict(bottleneck=64), lrs=(3e-5, 3e-4, 3e-3), epochs=(3, 20)),
+        # Houlsby Fig. 6 right: init std 1e-7 .. 1 at size 64; one point of the grid above (lr 3e-4; 3 epochs
+        # on MNLI's 393k examples, 20 on CoLA's 8.5k), 3 seeds for the spread
+        init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
+                        method_args=dict(bottleneck=64), epochs={"glue/mnli": 3, "default": 20}, train=dict(lr=3e-4)),
+        param_performance=dict(groups=[
+            # Houlsby Fig. 4 (BERT-base, MNLI-m and CoLA, validation accuracy): adapters of size 2..256, top-k
+            # fine-tuning k = 1..12, LayerNorm only, full fine-tuning; each at the lr of {3e-5, 3e-4, 3e-3} best
+            # on validation. Epochs: 3 on MNLI, 20 on CoLA (one of Houlsby's {3, 20} each, not both: MNLI at 20
+            # epochs would be ~7x the cost of this whole family)
+            dict(backbone="bert-base-uncased", tasks=("glue/mnli", "glue/cola:accuracy"),
+                 epochs={"glue/mnli": 3, "default": 20},
+                 methods=[("houlsby", dict(bottleneck=m)) for m in (2, 4, 8, 16, 32, 64, 256)]
+                 + [("top-k", dict(k=k)) for k in range(1, 13)] + [("layernorm", {}), ("full", {})],
+                 lr_grid={m: (3e-5, 3e-4, 3e-3) for m in ("houlsby", "top-k", "layernorm", "full")}),
+            # Compacter Table 1 (T5-base, GLUE, test = official dev): batch 100, max length 128, 500 warm-up steps,
+            # AdamW defaults; 20 epochs on CoLA, MRPC, STS-B, 3 on the others (rabeehk/compacter scripts);
+            # adapter size {24, 48, 96} (reduction factor 32/16/8) and n in {4, 8, 12}, best on validation.
+            # No BitFit: Hugging Face's T5 has no biases (the paper adds them back)
+            dict(backbone="t5-base", tasks=GLUE_TASKS, train=dict(batch_size=100, warmup=500),
+                 epochs={"glue/cola": 20, "glue/mrpc": 20, "glue/stsb": 20, "default": 3},
+                 methods=[("full", {})]
+                 + [(name, dict(bottleneck=m)) for name in ("houlsby", "pfeiffer", "adapterdrop", "adapter-lowrank")
+                    for m in (24, 48, 96)]
+                 + [(name, dict(n=n, bottleneck=m)) for name in ("phm", "compacter", "compacter++")
+                    for n in (4, 8, 12) for m in (24, 48, 96)]),
+        ], seeds=(0,)),
+        # Compacter §5.6 / Fig. 4: T5-base fine-tuning vs Compacter++ on GLUE subsets of 100..4000 examples,
+        # 1000/200/100/50/25 epochs (2,500 steps at every size), batch 40, a checkpoint every 250 steps and the
+        # best on validation; sizes larger than a task's train split (RTE, MRPC at 4000) are left out
+        low_resource=dict(backbone="t5-base", tasks=GLUE_TASKS, sizes=(100, 500, 1000, 2000, 4000),
+                          methods=("compacter++", "full"), seeds=(0, 1, 2),
+                          method_args={"compacter++": dict(n=4, bottleneck=24)},
+                          epochs={100: 1000, 500: 200, 1000: 100, 2000: 50, 4000: 25},
+                          train=dict(batch_size=40, warmup=500, eval_every=250)),
+    ),
+}
+
+
+def resolve(profile=None):
+    """A Profile from a Profile, a name, or None ($ADAPTERLAB_PROFILE, else "default")."""
+    return profile if isinstance(profile, Profile) else get(profile)
+
+
+def get(name=None):
+    """The profile by name; by default the one in ADAPTERLAB_PROFILE (else "default")."""
+    name = name or os.environ.get("ADAPTERLAB_PROFILE", "default")
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+    return PROFILES[name]
+
+
+def project_root():
+    """Where data/ and figures/ live: $ADAPTERLAB_OUT if set (regenerate --out), else the checkout
+    this package sits in, else the working directory."""
+    if os.environ.get("ADAPTERLAB_OUT"):
+        return Path(os.environ["ADAPTERLAB_OUT"]).resolve()
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
+
+
+def results_dir(profile):
+    name = profile.name if isinstance(profile, Profile) else profile
+    return project_root() / "data" / "results" / name
+
+
+def figures_dir(profile):
+    name = profile.name if isinstance(profile, Profile) else profile
+    path = project_root() / "figures" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path

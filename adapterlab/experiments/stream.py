@@ -1,0 +1,712 @@
+"""Houlsby's online setting: tasks arrive one at a time, and three learners keep up with them.
+
+    import adapterlab.experiments.stream as st
+    result = st.run_stream("smoke")            # trains what the store lacks, then reads everything back
+    result.accuracy("sequential", order=0)     # task x time accuracy matrix (mean over seeds)
+    st.forgetting(result, "sequential")        # per task: drop since its own training, with paired noise
+
+Houlsby et al. motivate adapters by a stream of tasks (a cloud service's customers): one frozen base
+model and a few task-specific parameters per task give "perfect memory" of earlier tasks and a model
+that grows by a few percent per task. The three learners (LEARNERS):
+
+  sequential  one model fine-tuned on each new task in turn, starting from its previous weights, with a
+              new classification head per task (earlier heads are kept, the body moves on);
+  adapters    one frozen base; per task a Houlsby adapter + LayerNorms + head, saved with save_adapter
+              and swapped in (load_adapter) to evaluate that task;
+  copies      one fully fine-tuned model per task: the accuracy upper bound, a whole model per task.
+
+The work is a list of steps (Step), each stored in the result store (family "stream", keyed by
+everything that determines it), so an interrupted run resumes and the notebook redraws from the store:
+
+  sequential(prefix, seed)  train the last task of `prefix` from the weights after prefix[:-1] (from
+                            the pretrained model when the prefix has one task), then test every task of
+                            the prefix with its own head. One step per arrival.
+  adapter(task, seed)       train one task's adapter on the frozen base; save it; test it; hash the
+                            frozen base before and after and the saved files.
+  recall(order, seed)       one loaded base: after each arrival swap in every adapter seen so far and
+                            test it; at the end re-hash the base and the adapter files (exact recall).
+  serving                   seconds to switch task: swap an adapter on a loaded base vs load a model.
+
+Work shared between learners, computed once (the store key is the same):
+  - the per-task copy of task X is the sequential step with prefix (X,): fine-tuning the pretrained
+    model on X alone. So the copies' matrix costs no training beyond one such step per task, and the
+    first task's copy IS the sequential learner after task 1;
+  - every order starts with the same task, so the orders share their first sequential step;
+  - adapters do not depend on the order (each trains on the same frozen base): one adapter step per
+    (task, seed) serves every order; only the cheap recall step (evaluation) runs per order.
+A copy never changes after its training, so its column entries after arrival are its own test score
+(no re-evaluation needed); the adapters are re-evaluated at every time step on purpose: that is the
+measurement behind "perfect memory".
+
+Weights a later step needs (the sequential model after each arrival, the adapters) are kept under
+data/results/<profile>/stream_files/<step key>/ (not committed: a MiniLM copy is ~90 MB); the records
+keep every number the notebook draws, including the file sizes for the storage bill. A sequential
+step whose predecessor's weights are gone reruns the predecessor first (its record is replaced).
+"""
+import datetime
+import hashlib
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+from tqdm.auto import tqdm
+
+from . import profiles as profiles_module
+from ..training import tasks as task_registry
+from ..training import train as T
+from ..training.backbones import load_backbone
+from ..methods.inject import adapt
+from ..methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, save_adapter
+from .results import WORKERS_ENV, ResultStore, atomic_write, config_key
+
+FAMILY = "stream"
+LEARNERS = ("sequential", "adapters", "copies")
+MODEL_FILE = "model.safetensors"  # a sequential/copy step's weights: "body.<name>" + "head.<task>.<name>"
+# Bump when a change alters what a stored step computes, so old records stop matching.
+STREAM_VERSION = 1
+
+
+# ----------------------------------------------------------------------------- settings
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """What a profile's stream trains. Every order starts with the same task (Houlsby's stream starts
+    from one service; it also lets the orders share their first step)."""
+    orders: tuple  # tuples of task names
+    seeds: tuple = (0, 1, 2)
+    backbone: str = "default"
+    train_size: int = 1000  # examples per task (a seeded subset of its train split)
+    max_length: int = 64
+    eval_size: int | None = 500  # validation/test examples per task (seeded subset; None: all)
+    bottleneck: int = 64  # Houlsby adapter size m
+    adapter_lr: float = 3e-3
+    full_lr: float = 2e-4  # sequential and copies (full fine-tuning)
+    train: dict = field(default_factory=lambda: dict(epochs=3, batch_size=32))  # other TrainConfig fields
+    swap_repeats: int = 50  # serving: timed adapter swaps (median)
+    load_repeats: int = 10  # serving: timed model loads (median)
+
+    @property
+    def tasks(self):
+        """Every task of every order, in first-seen order."""
+        return tuple(dict.fromkeys(t for order in self.orders for t in order))
+
+
+ORDER = ("airline", "tweets/deflategate", "tweets/apple", "tweets/coachella")
+SECOND_ORDER = ("airline", "tweets/coachella", "tweets/apple", "tweets/deflategate")
+# Proposed sizes, for the lead to settle in profiles.py (a `stream` setting there wins over these):
+# default: 4 tasks x 2 orders x 3 seeds, 1,000 tweets x 3 epochs (96 steps) per task, validated every 32 steps
+# on 500 tweets, tested on 500. Steps: 12 adapter + 12 "task alone" (the copies; 3 of them are also the
+# sequential learner's first arrival) + 2 orders x 3 later arrivals x 3 seeds = 18 sequential -> 42 trainings,
+# plus 6 recall evaluations and one serving timing. Cost: a full fine-tuning step took 1.55x an adapter step
+# (MiniLM, one thread, 12-step calibration of each); with the ~0.3-0.6 s per adapter step of a 2,000-tweet,
+# 3-epoch run (1-2 min on one core) that is ~45 s per adapter run and ~70 s per full one, + ~15 s each for
+# loading and evaluation: 12 x 60 + 30 x 85 ~ 55 min of one core, ~28 min with 2 runs side by side (the
+# sweep), + ~2 min for recall and serving: inside the 40 minutes the issue allows. If it is not, 2 epochs
+# (64 steps) cut the training part by a third.
+STREAM_SETTINGS = {
+    "smoke": StreamSettings(orders=(ORDER, SECOND_ORDER), seeds=(0, 1), backbone="tiny", train_size=120,
+                            max_length=32, eval_size=60, bottleneck=8, adapter_lr=1e-2, full_lr=3e-3,
+                            train=dict(max_steps=8, eval_every=4, batch_size=32), swap_repeats=5,
+                            load_repeats=3),
+    "default": StreamSettings(orders=(ORDER, SECOND_ORDER), train=dict(epochs=3, batch_size=32, eval_every=32)),
+    "paper": StreamSettings(orders=(ORDER, SECOND_ORDER), backbone="bert-base-uncased", train_size=None,
+                            max_length=128, eval_size=None, adapter_lr=3e-4, full_lr=3e-5,
+                            train=dict(epochs=3, batch_size=32)),
+}
+
+
+def settings(profile=None):
+    """The stream settings of a profile: its own `stream` setting if profiles.py has one, else ours."""
+    p = profiles_module.resolve(profile)
+    own = getattr(p, "stream", None)
+    if isinstance(own, StreamSettings):
+        return own
+    if isinstance(own, dict) and own:
+        return replace(STREAM_SETTINGS[p.name], **own)
+    return STREAM_SETTINGS[p.name]
+
+
+def check_settings(s):
+    """Refuse settings the stream cannot run: unknown tasks, orders that do not share the first task."""
+    for task in s.tasks:
+        if task.startswith(task_registry.TWEET_TASK_PREFIX):
+            task_registry.tweet_task(task)  # an unknown domain: the error lists the domains
+        if task.partition(":")[0] not in task_registry.TASKS:
+            raise ValueError(f"unknown task {task!r} in the stream's orders; choose from {', '.join(task_registry.TASKS)}")
+    firsts = {order[0] for order in s.orders}
+    if len(firsts) != 1:
+        raise ValueError(f"every order must start with the same task (they start with {sorted(firsts)}); "
+                         "put the same first task at the head of each order")
+    if any(len(set(order)) != len(order) for order in s.orders):
+        raise ValueError("a task appears twice in one order; list each task once per order")
+    return s
+
+
+# ----------------------------------------------------------------------------- steps
+
+@dataclass(frozen=True)
+class Step:
+    """One resumable unit of work. `key` is its result-store config; `needs` the steps whose files it reads."""
+    kind: str  # "sequential", "adapter", "recall", "serving"
+    key: dict
+    needs: tuple = ()
+
+    @property
+    def id(self):
+        return config_key(self.key)
+
+    def __str__(self):
+        what = {"sequential": lambda k: " > ".join(k["tasks"]), "adapter": lambda k: k["task"],
+                "recall": lambda k: " > ".join(k["order"]), "serving": lambda k: ""}[self.kind](self.key)
+        seed = f" seed {self.key['seed']}" if "seed" in self.key else ""
+        return f"{self.kind} {what}{seed}".replace("  ", " ")
+
+
+def _setup(s):
+    """What every step of a profile shares (part of each key)."""
+    return {"backbone": s.backbone, "train_size": s.train_size, "max_length": s.max_length,
+            "eval_size": s.eval_size, "train": dict(s.train), "stream_version": STREAM_VERSION}
+
+
+def sequential_step(s, prefix, seed):
+    prefix = tuple(prefix)
+    needs = (sequential_step(s, prefix[:-1], seed),) if len(prefix) > 1 else ()
+    return Step("sequential", {"step": "sequential", "tasks": list(prefix), "seed": seed, "lr": s.full_lr,
+                               **_setup(s)}, needs)
+
+
+def adapter_step(s, task, seed):
+    return Step("adapter", {"step": "adapter", "task": task, "seed": seed, "lr": s.adapter_lr,
+                            "bottleneck": s.bottleneck, **_setup(s)})
+
+
+def recall_step(s, order, seed, adapter_hashes=None):
+    """adapter_hashes ({task: sha256 of its adapter file}) join the key once the adapters are stored: a
+    retrained adapter (new file) then needs a new recall, never an old one's verdict."""
+    needs = tuple(adapter_step(s, t, seed) for t in order)
+    return Step("recall", {"step": "recall", "order": list(order), "seed": seed, "bottleneck": s.bottleneck,
+                           "adapters": adapter_hashes, **_setup(s)}, needs)
+
+
+def serving_step(s):
+    return Step("serving", {"step": "serving", "backbone": s.backbone, "bottleneck": s.bottleneck,
+                            "swap_repeats": s.swap_repeats, "load_repeats": s.load_repeats,
+                            "stream_version": STREAM_VERSION})
+
+
+def steps(profile=None, store=None):
+    """Every step of a profile's stream, in an order that runs (a step after the steps it needs).
+    With a store, recall steps carry the stored adapters' file hashes (see recall_step)."""
+    s = check_settings(settings(profile))
+    out = []
+    for seed in s.seeds:
+        for task in s.tasks:
+            out += [sequential_step(s, (task,), seed), adapter_step(s, task, seed)]  # copies + adapters
+        for order in s.orders:
+            out += [sequential_step(s, order[:k], seed) for k in range(2, len(order) + 1)]
+        for order in s.orders:
+            hashes = None
+            if store is not None:
+                records = [store.get(adapter_step(s, t, seed).key, FAMILY) for t in order]
+                if all(records):
+                    hashes = {t: r["adapter_sha256"][ADAPTER_WEIGHTS] for t, r in zip(order, records)}
+            out.append(recall_step(s, order, seed, hashes))
+    out.append(serving_step(s))
+    return list({step.id: step for step in out}.values())  # shared steps once
+
+
+def files_dir(profile, step):
+    """Where a step's weights live (kept for the steps that read them; not committed)."""
+    return profiles_module.results_dir(profiles_module.resolve(profile)) / "stream_files" / step.id
+
+
+def _has_files(profile, step):
+    folder = files_dir(profile, step)
+    return (folder / MODEL_FILE).exists() if step.kind == "sequential" else (folder / ADAPTER_CONFIG).exists()
+
+
+def missing(profile=None, store=None):
+    """The steps to run now, in order: those the store lacks whose needs are stored with their files,
+    plus any stored need whose files are gone (rerun: `rerun=True`). Call again after running them: a
+    stream grows one arrival at a time (what the sweep's re-planning loop does)."""
+    p = profiles_module.resolve(profile)
+    store = store or ResultStore(profiles_module.results_dir(p))
+    todo = []
+    for step in steps(p, store):
+        if store.get(step.key, FAMILY) is not None:
+            continue
+        if step.kind == "recall" and step.key["adapters"] is None:
+            waiting = [n for n in step.needs if store.get(n.key, FAMILY) is None]
+            todo += [n for n in waiting if n not in todo]
+            continue
+        ready = True
+        for need in step.needs:
+            if store.get(need.key, FAMILY) is None:
+                ready = False
+            elif not _has_files(p, need):
+                ready = False
+                if need not in todo:
+                    todo.append(need)  # stored, but its weights are gone: train it again
+        if ready and step not in todo:
+            todo.append(step)
+    return todo
+
+
+# ----------------------------------------------------------------------------- hashing and files
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def frozen_sha256(model):
+    """sha256 of every frozen parameter (name, dtype, shape, bytes), in name order: the shared base."""
+    h = hashlib.sha256()
+    for name, p in sorted(model.named_parameters()):
+        if not p.requires_grad:
+            t = p.detach().cpu().contiguous()
+            h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def _logits_sha256(logits):
+    return hashlib.sha256(np.ascontiguousarray(logits, dtype=np.float32).tobytes()).hexdigest()
+
+
+def _classes_hex(classes):
+    return np.asarray(classes, dtype=np.uint8).tobytes().hex()
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+class Evaluator:
+    """Encoded test splits of the stream's tasks (capped as the settings say), tested on demand."""
+
+    def __init__(self, s, tokenizer, tasks, seed):
+        self.tokenizer, self.s, self.device = tokenizer, s, T.pick_device("auto")
+        self.tasks, self.batches = {}, {}
+        for name in tasks:
+            task = T.cap_eval(task_registry.load_task(name, train_size=s.train_size, seed=seed), s.eval_size)
+            test_only = replace(task, splits={"test": task.splits["test"]})
+            encoded = task_registry.encode(test_only, tokenizer, max_length=s.max_length)["test"]
+            self.tasks[name] = task
+            self.batches[name] = task_registry.batches(encoded, tokenizer, s.train.get("batch_size", 32), shuffle=False)
+
+    def __call__(self, model, name):
+        """{"accuracy", "correct", "classes", "logits_sha256", "examples"} of `model` on `name`'s test split."""
+        task, batches = self.tasks[name], self.batches[name]
+        logits = T.predict(model.to(self.device), batches, self.device)
+        labels = np.asarray(batches.split["labels"])
+        classes = logits.argmax(axis=1)
+        return {"accuracy": float(task.compute_metrics(logits, labels)["accuracy"]),
+                "correct": T.correct_bits(classes == labels), "classes": _classes_hex(classes),
+                "logits_sha256": _logits_sha256(logits), "examples": int(len(labels))}
+
+
+def _train_config(s, lr, seed):
+    return T.TrainConfig(**{**s.train, "lr": lr, "seed": seed})
+
+
+def task_split(s, name, seed):
+    return T.cap_eval(task_registry.load_task(name, train_size=s.train_size, seed=seed), s.eval_size)
+
+
+def _key_settings(key):
+    """The StreamSettings fields a step key fixes (enough to rebuild its evaluation)."""
+    return StreamSettings(orders=(), backbone=key["backbone"], train_size=key.get("train_size"),
+                          max_length=key.get("max_length", 128), eval_size=key.get("eval_size"),
+                          bottleneck=key.get("bottleneck", 64), train=dict(key.get("train", {})))
+
+
+# ----------------------------------------------------------------------------- learner 1 (and 3): full fine-tuning
+
+class Heads:
+    """The per-task classification heads of one fine-tuned body (BERT-family: model.classifier)."""
+
+    def __init__(self, model):
+        if not hasattr(model, "classifier"):
+            raise ValueError(f"{type(model).__name__} has no `classifier` head; the stream needs a "
+                             "BERT-family sequence classifier (backbones 'default', 'tiny' or a BERT hub id)")
+        self.model, self.saved = model, {}
+
+    def keep(self, task):
+        self.saved[task] = {n: p.detach().clone() for n, p in self.model.classifier.named_parameters()}
+
+    def use(self, task):
+        """Put `task`'s head on the model; a ValueError naming the fix when this body never learnt it."""
+        if task not in self.saved:
+            raise ValueError(f"no head for task {task!r}: this model was trained on {list(self.saved) or 'nothing'}. "
+                             "Train it on that task first (its step in stream.steps), or evaluate one of those")
+        with torch.no_grad():
+            for n, p in self.model.classifier.named_parameters():
+                p.copy_(self.saved[task][n])
+
+
+def save_model(model, heads, path):
+    """Body + every head as one safetensors file: what a fine-tuned copy (one head) stores."""
+    tensors = {f"body.{n}": p.detach().cpu().contiguous() for n, p in model.named_parameters()
+               if not n.startswith("classifier.")}
+    for task, params in heads.saved.items():
+        tensors.update({f"head.{task}.{n}": p.cpu().contiguous() for n, p in params.items()})
+    save_file(tensors, str(path))
+    return Path(path).stat().st_size
+
+
+def load_model(model, heads, path):
+    tensors = load_file(str(path))
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, t in tensors.items():
+            if name.startswith("body."):
+                params[name.removeprefix("body.")].copy_(t)
+    for name, t in tensors.items():
+        if name.startswith("head."):  # "head.<task>.<weight|bias>"; task names hold no dots
+            task, _, param = name.removeprefix("head.").rpartition(".")
+            heads.saved.setdefault(task, {})[param] = t.clone()
+
+
+def run_sequential(key, previous=None, out=None, progress=False):
+    """One arrival for the sequential learner: from `previous` (the folder of the step before; None:
+    the pretrained model), train key["tasks"][-1] with a new head, test every task so far."""
+    s, seed, tasks = _key_settings(key), key["seed"], key["tasks"]
+    start = time.perf_counter()
+    torch.manual_seed(seed)  # the new head starts from this seed, as in train.build
+    model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+    heads = Heads(model)
+    if len(tasks) > 1:
+        if previous is None or not (Path(previous) / MODEL_FILE).exists():
+            raise ValueError(f"the sequential step {' > '.join(tasks)} needs the weights after "
+                             f"{' > '.join(tasks[:-1])}; run that step first (stream.missing lists it)")
+        load_model(model, heads, Path(previous) / MODEL_FILE)
+    adapt(model, "full")
+    new = tasks[-1]
+    result = T.train(model, tokenizer, task_split(s, new, seed), _train_config(s, key["lr"], seed),
+                     max_length=s.max_length, progress=progress)
+    heads.keep(new)
+    evaluate = Evaluator(s, tokenizer, tasks, seed)
+    tests = {}
+    for task in tasks:
+        heads.use(task)
+        tests[task] = evaluate(model, task)
+    heads.use(new)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(out) if out is not None else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        model_bytes = save_model(model, heads, folder / MODEL_FILE)
+    return {"step": "sequential", "tasks": tasks, "seed": seed, "tests": tests, "model_bytes": model_bytes,
+            "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
+            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start,
+            "machine": _machine()}
+
+
+# ----------------------------------------------------------------------------- learner 2: adapters
+
+def run_adapter(key, out, progress=False):
+    """Train one task's Houlsby adapter (+ LayerNorms + head) on the frozen base, save it to `out`, test it."""
+    s, seed, task_name = _key_settings(key), key["seed"], key["task"]
+    start = time.perf_counter()
+    torch.manual_seed(seed)
+    model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+    adapt(model, "houlsby", bottleneck=s.bottleneck)
+    base_before = frozen_sha256(model)
+    result = T.train(model, tokenizer, task_split(s, task_name, seed), _train_config(s, key["lr"], seed),
+                     max_length=s.max_length, progress=progress)
+    base_after = frozen_sha256(model)
+    out = Path(out)
+    save_adapter(model, out)
+    test = Evaluator(s, tokenizer, [task_name], seed)(model, task_name)
+    return {"step": "adapter", "task": task_name, "seed": seed, "test": test,
+            "base_sha256_before": base_before, "base_sha256_after": base_after,
+            "adapter_sha256": {n: sha256_file(out / n) for n in (ADAPTER_WEIGHTS, ADAPTER_CONFIG)},
+            "adapter_bytes": sum((out / n).stat().st_size for n in (ADAPTER_WEIGHTS, ADAPTER_CONFIG)),
+            "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
+            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start,
+            "machine": _machine()}
+
+
+def run_recall(key, adapter_dirs, out=None, progress=False):
+    """The adapters learner over one order: one loaded base; after each arrival, every adapter seen so
+    far is swapped in from its file and tested. At the end: the frozen base's hash and the adapter
+    files' hashes again, and the base's size on disk (saved once here) for the storage bill."""
+    s, seed, order = _key_settings(key), key["seed"], key["order"]
+    start = time.perf_counter()
+    model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+    evaluate = Evaluator(s, tokenizer, order, seed)
+    files_before = {t: sha256_file(Path(adapter_dirs[t]) / ADAPTER_WEIGHTS) for t in order}
+    tests, base_hashes = [], []
+    for time_step in range(len(order)):
+        column = {}
+        for task in order[:time_step + 1]:
+            load_adapter(model, adapter_dirs[task])  # adapts the base on the first call, swaps afterwards
+            column[task] = evaluate(model, task)
+        tests.append(column)
+        base_hashes.append(frozen_sha256(model))
+    files_after = {t: sha256_file(Path(adapter_dirs[t]) / ADAPTER_WEIGHTS) for t in order}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = {n: p.detach().cpu().contiguous() for n, p in model.named_parameters() if not p.requires_grad}
+        save_file(base, str(Path(tmp) / "base.safetensors"))
+        base_bytes = (Path(tmp) / "base.safetensors").stat().st_size
+    return {"step": "recall", "order": order, "seed": seed, "tests": tests, "base_sha256": base_hashes,
+            "adapter_sha256_before": files_before, "adapter_sha256_after": files_after, "base_bytes": base_bytes,
+            "run_seconds": time.perf_counter() - start, "machine": _machine()}
+
+
+# ----------------------------------------------------------------------------- serving cost
+
+def run_serving(key, progress=False):
+    """Seconds to switch the served task: load_adapter of another task's adapter onto a loaded base
+    (median of swap_repeats) vs loading another task's fine-tuned model from disk (median of
+    load_repeats). The files are made here, of the stream's shapes: the time depends on their size and
+    format, not on the trained values. Files are read from the OS page cache in both cases (each is
+    read once before timing), so this times the swap itself, not the disk."""
+    from transformers.utils import logging as hf_logging
+
+    s = _key_settings(key)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar per timed load would drown the notebook
+    try:
+        return _time_serving(s, key)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _time_serving(s, key):
+    start = time.perf_counter()  # the whole step (making the files too): its share of a from-scratch run
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        adapters, models = [], []
+        for i in range(2):  # two tasks to switch between
+            torch.manual_seed(i)
+            model, _ = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+            model.save_pretrained(tmp / f"model{i}")
+            adapt(model, "houlsby", bottleneck=s.bottleneck)
+            adapters.append(save_adapter(model, tmp / f"adapter{i}"))
+            models.append(tmp / f"model{i}")
+        base, _ = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+        load_adapter(base, adapters[0])  # adapt once; every timed call below is a swap
+        model_class = type(base)
+        for folder in models:
+            model_class.from_pretrained(folder)  # warm the page cache
+        swaps = []
+        for i in range(key["swap_repeats"]):
+            t0 = time.perf_counter()
+            load_adapter(base, adapters[(i + 1) % 2])
+            swaps.append(time.perf_counter() - t0)
+        loads = []
+        for i in range(key["load_repeats"]):
+            t0 = time.perf_counter()
+            model_class.from_pretrained(models[(i + 1) % 2]).eval()
+            loads.append(time.perf_counter() - t0)
+        model_bytes = sum(f.stat().st_size for f in models[0].iterdir())
+        adapter_bytes = sum(f.stat().st_size for f in Path(adapters[0]).iterdir())
+    return {"step": "serving", "swap_seconds": swaps, "load_seconds": loads,
+            "swap_median": statistics.median(swaps), "load_median": statistics.median(loads),
+            "model_bytes": model_bytes, "adapter_bytes": adapter_bytes, "threads": torch.get_num_threads(),
+            "run_seconds": time.perf_counter() - start, "machine": _machine()}
+
+
+def _machine():
+    from .running import machine  # the suite's one description of the CPU a time was measured on
+    return machine()
+
+
+# ----------------------------------------------------------------------------- running steps
+
+def execute(step, profile=None, progress=False):
+    """Run one step in this process, reading/writing its files under files_dir; returns its record."""
+    p = profiles_module.resolve(profile)
+    out = files_dir(p, step)
+    if step.kind == "sequential":
+        previous = files_dir(p, step.needs[0]) if step.needs else None
+        return run_sequential(step.key, previous, out, progress)
+    if step.kind == "adapter":
+        return run_adapter(step.key, out, progress)
+    if step.kind == "recall":
+        return run_recall(step.key, {n.key["task"]: files_dir(p, n) for n in step.needs}, progress=progress)
+    return run_serving(step.key, progress)
+
+
+def worker_spec(step, profile=None):
+    """What a sweep worker needs, as plain data: the step and the bytes of the files it reads (so a
+    worker needs no shared disk)."""
+    p = profiles_module.resolve(profile)
+    inputs = {need.id: {f.name: f.read_bytes() for f in files_dir(p, need).iterdir() if f.is_file()}
+              for need in step.needs}
+    return {"kind": step.kind, "key": step.key, "needs": [n.id for n in step.needs],
+            "need_tasks": [n.key.get("task") for n in step.needs], "inputs": inputs}
+
+
+def run_step(spec):
+    """A sweep worker: run one step from worker_spec's data; {"record", "files"} (files: {name: bytes}
+    to keep under files_dir, written by the driver with store_result)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        dirs = {}
+        for need_id, files in spec["inputs"].items():
+            dirs[need_id] = tmp / "in" / need_id
+            dirs[need_id].mkdir(parents=True)
+            for name, data in files.items():
+                (dirs[need_id] / name).write_bytes(data)
+        out = tmp / "out"
+        key, kind = spec["key"], spec["kind"]
+        if kind == "sequential":
+            record = run_sequential(key, dirs[spec["needs"][0]] if spec["needs"] else None, out)
+        elif kind == "adapter":
+            record = run_adapter(key, out)
+        elif kind == "recall":
+            record = run_recall(key, {t: dirs[i] for t, i in zip(spec["need_tasks"], spec["needs"])})
+        else:
+            record = run_serving(key)
+        files = {f.name: f.read_bytes() for f in out.iterdir() if f.is_file()} if out.exists() else {}
+    # runs side by side each pay their own seconds: from-scratch sums count run_seconds / workers
+    record = {**record, "workers": int(os.environ.get(WORKERS_ENV, 1)), "threads": torch.get_num_threads()}
+    return {"record": record, "files": files}
+
+
+def store_result(store, step, result, profile=None):
+    """The driver's write for one step: its files (if any), then its record."""
+    if result["files"]:
+        folder = files_dir(profile, step)
+        for name, data in sorted(result["files"].items(), key=lambda item: item[0] == ADAPTER_CONFIG):
+            atomic_write(folder / name, data)
+    store.put(step.key, result["record"], FAMILY)
+
+
+def prune(profile=None, store=None):
+    """Delete model files no missing step will read (a finished sequential chain's ~90 MB copies);
+    adapter files stay (small, and the recall check reads them). Returns the folders removed."""
+    p = profiles_module.resolve(profile)
+    store = store or ResultStore(profiles_module.results_dir(p))
+    all_steps = steps(p, store)
+    needed = {need.id for step in all_steps if store.get(step.key, FAMILY) is None for need in step.needs}
+    removed = []
+    for step in all_steps:
+        if step.kind == "sequential" and step.id not in needed and files_dir(p, step).exists():
+            shutil.rmtree(files_dir(p, step))
+            removed.append(files_dir(p, step))
+    return removed
+
+
+def run_stream(profile=None, fresh=False, progress=True):
+    """Run every missing step in this process (resuming whatever is stored), prune the big files, and
+    return the StreamResult read from the store. fresh=True reruns every step."""
+    p = profiles_module.resolve(profile)
+    # fresh: records made before now count as missing (results.py's `since`), so an interrupted fresh
+    # run that is started again without fresh=True keeps what it retrained
+    # (whole seconds: records keep their time to the second, and one made within this very second is new)
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    since = now.isoformat() if fresh else None
+    store = ResultStore(profiles_module.results_dir(p), since=since)
+    done = set()
+    bar = tqdm(desc=f"{p.name}/stream", unit="step", disable=not progress)
+    while True:
+        todo = [st for st in missing(p, store) if st.id not in done]
+        if not todo:
+            break
+        for step in todo:
+            bar.set_postfix_str(str(step), refresh=False)
+            store.put(step.key, execute(step, p, progress=False), FAMILY)
+            done.add(step.id)
+            bar.update()
+    bar.close()
+    prune(p, store)
+    return load(p, store)
+
+
+# ----------------------------------------------------------------------------- reading the store
+
+@dataclass
+class StreamResult:
+    """The stored records of a profile's stream, and the tables the notebook draws."""
+    settings: StreamSettings
+    records: dict  # step id -> record
+    step_list: list
+
+    def record(self, step):
+        return self.records.get(step.id)
+
+    def tests(self, learner, order, seed):
+        """{(task, time): test dict} of one learner on one order and seed (time 0 = after the first task)."""
+        s, order = self.settings, tuple(order)
+        out = {}
+        for t in range(len(order)):
+            if learner == "sequential":
+                column = self.record(sequential_step(s, order[:t + 1], seed))["tests"]
+            elif learner == "copies":  # each copy keeps its own score once trained
+                column = {task: self.record(sequential_step(s, (task,), seed))["tests"][task]
+                          for task in order[:t + 1]}
+            elif learner == "adapters":
+                column = self._recall(order, seed)["tests"][t]
+            else:
+                raise ValueError(f"unknown learner {learner!r}; choose one of {', '.join(LEARNERS)}")
+            for task in order[:t + 1]:
+                out[(task, t)] = column[task]
+        return out
+
+    def _recall(self, order, seed):
+        s = self.settings
+        hashes = {t: self.record(adapter_step(s, t, seed))["adapter_sha256"][ADAPTER_WEIGHTS] for t in order}
+        return self.record(recall_step(s, order, seed, hashes))
+
+    def matrix(self, learner, order, seed=None):
+        """Accuracy matrix, tasks (rows, in arrival order) x time (columns 1..T); NaN before a task
+        arrives. seed=None: the mean over seeds."""
+        order = tuple(order)
+        seeds = self.settings.seeds if seed is None else (seed,)
+        stack = []
+        for sd in seeds:
+            tests = self.tests(learner, order, sd)
+            m = np.full((len(order), len(order)), np.nan)
+            for (task, t), test in tests.items():
+                m[order.index(task), t] = test["accuracy"]
+            stack.append(m)
+        return pd.DataFrame(np.mean(stack, axis=0), index=list(order), columns=range(1, len(order) + 1))
+
+    def accuracy_table(self):
+        """Tidy: learner, order (index), order_name, seed, task, time, accuracy, examples."""
+        rows = []
+        for learner in LEARNERS:
+            for i, order in enumerate(self.settings.orders):
+                for seed in self.settings.seeds:
+                    for (task, t), test in self.tests(learner, order, seed).items():
+                        rows.append(dict(learner=learner, order=i, order_name=order_name(order), seed=seed,
+                                         task=task, time=t + 1, accuracy=test["accuracy"], examples=test["examples"]))
+        return pd.DataFrame(rows)
+
+
+def order_name(order):
+    return " > ".join(short_name(t) for t in order)
+
+
+def short_name(task):
+    return task.removeprefix(task_registry.TWEET_TASK_PREFIX)
+
+
+def load(profile=None, store=None):
+    """The StreamResult of a profile from its store; a ValueError naming the missing steps and the fix."""
+    p = profiles_module.resolve(profile)
+    store = store or ResultStore(profiles_module.results_dir(p))
+    step_list = steps(p, store)
+    records = {st.id: store.get(st.key, FAMILY) for st in step_list}
+    lacking = [str(st) for st in step_list if records[st.id] is None]
+    if lacking:
+        raise ValueError(f"the {p.name} stream lacks {len(lacking)} step(s) (e.g. {lacking[0]}); run "
+                         f"stream.run_stream({p.name!r}) or `python -m adapterlab sweep --profile {p.name}`")
+    return StreamResult(settings(p), records, step_list)
+
+
+# ----------------------------------------------------------------------------- what the notebook reads

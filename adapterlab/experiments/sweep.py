@@ -1,0 +1,390 @@
+"""Sweeps: every planned run of a profile that the store lacks, trained in parallel.
+
+    python -m adapterlab sweep --profile paper                      # one worker per GPU here
+    python -m adapterlab sweep --profile paper --executor ray --address auto   # a Ray cluster
+    python -m adapterlab sweep --profile smoke --only 05,07 --max-parallel 2
+
+The runs come from planning.plan(), the same planner the notebooks and `regenerate --dry-run`
+use, so a sweep trains exactly what the notebooks would; afterwards the notebooks redraw from the
+store and train nothing. Design choices, and why:
+
+- Workers only compute. A run's record (and, for layer removal and 03's adapter swap, its adapter
+  weights as bytes) comes back to the driver, and the driver alone writes the result store (atomic,
+  as ever). A Ray cluster therefore needs no shared filesystem, and two workers never race on a file.
+- Layer removal has a second stage (scoring every span of removed adapters on the best run). The
+  sweep trains the runs and stores each adapter in the store's checkpoint folder; notebook 04 (or
+  tables.layer_removal) scores the spans from that checkpoint: evaluation only, no training.
+- Learning rates chosen on validation are a second stage: the first wave trains the grids (and
+  every run that needs no choice); then planning.plan_from chooses on the stored grids and the sweep
+  trains what the choices add. The sweep depends on planning (and running.run_one) only.
+- A run that raises is recorded in <results>/sweep_failures.json with its error and the sweep goes
+  on; the exit status is 1 and the summary names every failure. A rerun retries failed runs (they
+  are not in the store), and a success removes them from the file. A worker that dies (killed,
+  out of memory) is retried `retries` times, then counts as failed.
+- Ctrl-C stops the workers; every run finished so far is already stored, so a rerun resumes.
+
+Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU (on
+CPU one, or max_parallel sharing the cores; processes rather than the driver itself, so that a crash
+or Ctrl-C in training leaves the driver standing); "ray" submits each run as a Ray task (num_gpus=1
+when the cluster has GPUs). Records made before ADAPTERLAB_FRESH_SINCE count as missing (results.py),
+which is how `regenerate --fresh --workers N` retrains everything and resumes after an interruption.
+"""
+import datetime
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from . import planning
+from . import profiles as profiles_module
+from ..methods.saving import ADAPTER_CONFIG
+from .families import PLANNED, STREAM, family_of
+from .results import WORKERS_ENV, ResultStore, atomic_write, config_key
+
+FAILURES = "sweep_failures.json"
+
+
+# ----------------------------------------------------------------------------- what to run
+
+@dataclass
+class Run:
+    """One planned training run: its family, store key (a dict) and RunConfig."""
+    family: str
+    key: dict
+    config: object
+
+    @property
+    def id(self):
+        return config_key(self.key)
+
+    def spec(self, profile):
+        """What a worker needs, as plain data (it travels to other processes and machines)."""
+        return {"config": self.config.to_dict(), "eval_size": planning.eval_size(profile, self.family),
+                "save": planning.keeps_adapter(profile, self.family, self.config)}  # 03 swaps it, 04 scores spans
+
+    def store(self, store, result, profile):
+        _store_result(store, self, result)
+
+    def __str__(self):
+        return f"{self.family} {self.id}: {planning.describe(self.config)}"
+
+
+@dataclass(frozen=True)
+class StreamRun:
+    """One step of notebook 08's stream (stream.Step), scheduled like a Run: its worker spec carries the
+    files it reads, and the driver stores what it returns (stream.store_result)."""
+    step: object
+    family = STREAM
+
+    @property
+    def id(self):
+        return self.step.id
+
+    @property
+    def key(self):
+        return self.step.key
+
+    def spec(self, profile):
+        from . import stream  # torch: only where stream steps are scheduled
+
+        return {**stream.worker_spec(self.step, profile), "stream": True}
+
+    def store(self, store, result, profile):
+        from . import stream
+
+        stream.store_result(store, self.step, result, profile)
+
+    def __str__(self):
+        return f"{STREAM} {self.id}: {self.step}"
+
+
+def families(only=None):
+    """The families of `only` ("04,06", "layer_removal", a list); every planned one (03-07) for None."""
+    if not only:
+        return [*PLANNED, STREAM]
+    tokens = only.split(",") if isinstance(only, str) else [str(t) for t in only]
+    chosen = {family_of(t) for t in tokens if t.strip()}
+    return [f for f in (*PLANNED, STREAM) if f in chosen]
+
+
+def missing(profile, only=None, skip=()):
+    """The planned runs the store does not hold (nor listed in `skip`, a set of run ids), in plan order."""
+    p = profiles_module.resolve(profile)
+    store = ResultStore(profiles_module.results_dir(p))
+    runs = []
+    for family in families(only):
+        if family == STREAM:  # the steps ready now; the driver's re-planning loop adds the next arrivals
+            from . import stream
+
+            runs += [StreamRun(step) for step in stream.missing(p, store) if step.id not in skip]
+            continue
+        for config in planning.plan_from(p, family, planning.store_lookup(store, p, family)):
+            run = Run(family, planning.run_key(config, p, family), config)
+            if run.id not in skip and store.get(run.key, family) is None:
+                runs.append(run)
+    return list({r.id: r for r in runs}.values())  # the same run planned twice trains once
+
+
+# ----------------------------------------------------------------------------- the worker
+
+def train_run(spec):
+    """Train one run (in a worker process or a Ray task): {"record", "files"}, files being the saved
+    adapter as {name: bytes} when spec["save"], so the driver can store it without a shared disk."""
+    if spec.get("stream"):  # a step of notebook 08's stream
+        from .stream import run_step
+
+        return run_step(spec)
+    from .running import run_one  # torch and the models: in the worker only
+    from ..training.train import RunConfig
+
+    config = RunConfig.from_dict(spec["config"])
+    with tempfile.TemporaryDirectory() as tmp:
+        record = run_one(config, spec["eval_size"], save_to=tmp if spec["save"] else None)
+        files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+    return {"record": record, "files": files}
+
+
+def _error_text(error):
+    """One line naming the error, then the last lines of its traceback (the remote one if any)."""
+    lines = traceback.format_exception(type(error), error, error.__traceback__)
+    cause = error.__cause__  # concurrent.futures puts the worker's traceback here
+    if cause is not None:
+        lines = [str(cause)]
+    tail = "".join(lines).strip().splitlines()[-6:]
+    return f"{type(error).__name__}: {error}".splitlines()[0] + "\n" + "\n".join(tail)
+
+
+# ----------------------------------------------------------------------------- executors
+
+def cpu_cores():
+    """The cores this process may use (its affinity mask, which containers and taskset narrow)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class LocalExecutor:
+    """One worker process per visible GPU, each pinned to its GPU and kept warm. On CPU: one worker,
+    or `max_parallel` of them sharing the cores (threads = cores // workers each). Why several: a
+    MiniLM step is too small for two threads to keep two cores busy, so two single-thread runs side
+    by side train ~1.4x the examples per second of one two-thread run (benchmarks/bench_workers.py)."""
+
+    def __init__(self, worker=train_run, max_parallel=None, retries=2):
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if gpus:
+            slots = max(1, min(max_parallel or gpus, gpus))
+            self.devices, threads = [str(i) for i in range(gpus)][:slots], None
+        else:
+            slots = max(1, min(max_parallel or 1, cpu_cores()))  # one worker keeps torch's own thread count
+            self.devices, threads = [None] * slots, max(1, cpu_cores() // slots) if slots > 1 else None
+        self.worker, self.retries = worker, retries
+        self.slots, self.threads = len(self.devices), threads
+        self.pools = [self._start(d) for d in self.devices]
+        self.running = {}  # future -> (slot, spec, attempt)
+
+    def _start(self, device):
+        pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin,
+                                   initargs=(device, self.threads, self.slots))
+        pool.pid = pool.submit(os.getpid).result()  # start it now, and know whom to stop on Ctrl-C
+        return pool
+
+    def free(self):
+        return self.slots - len(self.running)
+
+    def submit(self, spec, attempt=0):
+        busy = {slot for slot, _, _ in self.running.values()}
+        slot = next(i for i in range(self.slots) if i not in busy)
+        future = self.pools[slot].submit(self.worker, spec)
+        self.running[future] = (slot, spec, attempt)
+        return future
+
+    def next_done(self):
+        """(handle, result, error) of a finished run; a dead worker is restarted and its run retried."""
+        while True:
+            done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+            future = done.pop()
+            slot, spec, attempt = self.running.pop(future)
+            try:
+                return spec, future.result(), None
+            except BrokenProcessPool as error:  # the worker process died mid-run
+                self.pools[slot] = self._start(self.devices[slot])
+                if attempt < self.retries:
+                    self.submit(spec, attempt + 1)
+                    continue
+                return spec, None, f"worker died {attempt + 1} times: {error}"
+            except Exception as error:
+                return spec, None, _error_text(error)
+
+    def close(self):
+        for pool in self.pools:
+            try:
+                os.kill(pool.pid, signal.SIGTERM)  # a run in progress is abandoned, not waited for
+            except ProcessLookupError:
+                pass
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _pin(device, threads=None, workers=1):
+    """Worker start-up: see only its own GPU (or use `threads` CPU threads); say how many runs share
+    the machine (records keep it: running.run_one); leave Ctrl-C to the driver, which stops us
+    cleanly."""
+    if device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    os.environ[WORKERS_ENV] = str(workers)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class RayExecutor:
+    """Each run a Ray task: one GPU each on a GPU cluster, else one CPU; Ray retries dead workers."""
+
+    def __init__(self, worker=train_run, max_parallel=None, retries=2, address=None):
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("the ray executor needs Ray: pip install -e '.[ray]' (or use --executor local)") from None
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:  # address None: a local cluster on this machine; "auto": the one `ray start` made
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        need = {"num_gpus": 1} if gpus else {"num_cpus": 1}
+        # retry_exceptions=False: a run that raises fails at once; only a lost worker is retried
+        self.slots = max(1, min(max_parallel or 10**6, gpus or int(resources.get("CPU", 1))))
+        # records count run_seconds / workers as a run's share of the sweep's wall time
+        workers_env = {"env_vars": {WORKERS_ENV: str(self.slots)}}
+        self.task = ray.remote(max_retries=retries, retry_exceptions=False, runtime_env=workers_env, **need)(worker)
+        self.running = {}  # ObjectRef -> spec
+
+    def free(self):
+        return self.slots - len(self.running)
+
+    def submit(self, spec):
+        ref = self.task.remote(spec)
+        self.running[ref] = spec
+        return ref
+
+    def next_done(self):
+        [ref], _ = self.ray.wait(list(self.running), num_returns=1)
+        spec = self.running.pop(ref)
+        try:
+            return spec, self.ray.get(ref), None
+        except self.ray.exceptions.RayTaskError as error:  # the run raised: its own error, not Ray's wrapper
+            return spec, None, _error_text(error.cause) if error.cause else str(error).strip()
+        except self.ray.exceptions.RayError as error:  # worker lost more than `retries` times
+            return spec, None, f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"
+
+    def close(self):
+        for ref in self.running:
+            self.ray.cancel(ref, force=True)
+        if self.started:
+            self.ray.shutdown()
+
+
+# ----------------------------------------------------------------------------- the driver
+
+class Failures:
+    """<results>/sweep_failures.json: {run id: {family, run, error, when}}, rewritten atomically."""
+
+    def __init__(self, root):
+        self.path = Path(root) / FAILURES
+        self.entries = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def set(self, run, error=None):
+        if error is None and self.entries.pop(run.id, None) is None:
+            return  # nothing recorded, nothing to rewrite
+        if error is not None:
+            when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            self.entries[run.id] = {"family": run.family, "run": str(run), "error": error, "when": when}
+        atomic_write(self.path, json.dumps(self.entries, indent=1, sort_keys=True) + "\n")
+
+
+def _store_result(store, run, result):
+    """The driver's one write per run: the adapter files (if any; its config last, which is what
+    layer_removal checks for) and then the record."""
+    if result["files"]:
+        folder = store.checkpoint_dir(run.key)
+        for name, data in sorted(result["files"].items(), key=lambda item: item[0] == ADAPTER_CONFIG):
+            atomic_write(folder / name, data)
+    store.put(run.key, result["record"], run.family)
+
+
+def sweep(profile, only=None, executor="local", address=None, max_parallel=None, retries=2,
+          worker=train_run, progress=True, file=None):
+    """Train every planned run of `profile` (families of `only`) that the store lacks; return the
+    exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume)."""
+    file = file or sys.stdout
+    p = profiles_module.resolve(profile)
+    store = ResultStore(profiles_module.results_dir(p))
+    failures = Failures(store.root)
+    attempted, failed = set(), []
+    todo = missing(p, only)
+    if not todo:
+        print(f"sweep {p.name}: every planned run is in {store.root}", file=file)
+        return 0
+    pool = (RayExecutor(worker, max_parallel, retries, address) if executor == "ray"
+            else LocalExecutor(worker, max_parallel, retries) if executor == "local"
+            else None)
+    if pool is None:
+        raise ValueError(f"unknown executor {executor!r}; choose local or ray")
+    threads = f" ({pool.threads} CPU thread(s) each)" if getattr(pool, "threads", None) else ""
+    print(f"sweep {p.name}: {len(todo)} runs to train with the {executor} executor, {pool.slots} at a time"
+          f"{threads}", file=file)
+    bar = tqdm(total=len(todo), unit="run", desc=f"sweep {p.name}", disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
+    start = time.time()
+    try:
+        while todo:
+            by_id, queue = {r.id: r for r in todo}, list(todo)
+            while queue or pool.running:
+                while queue and pool.free() > 0:
+                    run = queue.pop(0)
+                    attempted.add(run.id)
+                    pool.submit({**run.spec(p), "id": run.id})
+                spec, result, error = pool.next_done()
+                run = by_id[spec["id"]]
+                if error is None:
+                    run.store(store, result, p)
+                else:
+                    failed.append((run, error))
+                failures.set(run, error)
+                bar.update()
+                bar.set_postfix(running=len(pool.running), failed=len(failed), left=len(queue), refresh=False)
+            todo = missing(p, only, skip=attempted)  # the choices on the stored grids add runs
+            bar.total += len(todo)
+            bar.refresh()
+    except KeyboardInterrupt:
+        bar.close()
+        pool.close()
+        done = len(attempted) - len(failed) - len(pool.running)
+        print(f"\ninterrupted: {done} runs stored; rerun the same command to train the rest", file=file)
+        return 130
+    bar.close()
+    pool.close()
+    if STREAM in families(only):  # the sequential learner's intermediate models nobody needs any more
+        from . import stream
+
+        stream.prune(p, store)
+    ok = len(attempted) - len(failed)
+    print(f"sweep {p.name}: {ok} trained, {len(failed)} failed in {time.time() - start:.0f} s "
+          f"(results in {store.root})", file=file)
+    for run, error in failed:
+        print(f"FAILED {run}\n  " + error.replace("\n", "\n  "), file=file)
+    if failed:
+        print(f"{len(failed)} failed runs are listed in {failures.path}; a rerun retries them", file=file)
+    return 1 if failed else 0

@@ -1,0 +1,153 @@
+"""Save what a method trained and load it back: onto the base it was trained on, and nowhere else.
+
+A saved adapter is two files in a folder: the trained tensors (safetensors) and a JSON with the method's
+settings, a fingerprint of the base model and the parameter names. Only what trained is saved, so an
+adapter of a frozen base is a few hundred KB where the model is ~90 MB; loading writes those tensors
+back and leaves the frozen base untouched.
+"""
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save
+
+from . import lora
+from .config import MethodConfig
+from .inject import adapt, blocks, hidden_size, insertion_points
+
+
+def atomic_write(path, data):
+    """Write text (str) or bytes to `path` so that a reader sees the old file or the new one, never half:
+    into a temp file beside it, fsync, rename over it, fsync the folder (a power cut could otherwise undo
+    the rename). Creates the folder. The project's one atomic write: the store, the CSVs, the sweep's
+    failure list and the saved adapters all go through it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the rename
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp, path)  # atomic: readers see the old or the new file
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def base_fingerprint(model):
+    """What an adapter must match to be loaded: architecture, hidden size, blocks per stack."""
+    return {
+        "model_type": model.config.model_type,
+        "hidden_size": hidden_size(model),
+        "layers": {stack: len(b) for stack, b in blocks(model).items()},
+    }
+
+
+ADAPTER_WEIGHTS, ADAPTER_CONFIG = "adapter.safetensors", "adapter.json"
+
+
+def save_adapter(model, path):
+    """Save what the method trained (safetensors) + the method and a fingerprint of the base (JSON)."""
+    cfg = getattr(model, "adapterlab_method", None)
+    if cfg is None:
+        raise ValueError("this model has no method applied; call al.adapt(model, ...) and train it first")
+    path = Path(path)
+    tensors = {n: p.detach().cpu().contiguous() for n, p in model.named_parameters() if p.requires_grad}
+    meta = {"method": cfg.to_dict(), "base": base_fingerprint(model), "parameters": sorted(tensors)}
+    atomic_write(path / ADAPTER_WEIGHTS, save(tensors))  # weights first: the config says the save is whole
+    atomic_write(path / ADAPTER_CONFIG, json.dumps(meta, indent=2))
+    return path
+
+
+def _refuse_merged(model):
+    """A merged LoRA's update sits inside the base weights: loading new A, B on top would count it twice."""
+    if lora.is_merged(model):
+        raise ValueError("this model's LoRA updates are merged into its weights; call "
+                         "adapterlab.methods.lora.unmerge(model) first (merge again after saving or loading)")
+
+
+def _check_shapes(model, tensors):
+    params = dict(model.named_parameters())
+    for name in sorted(tensors):
+        if name in params and params[name].shape != tensors[name].shape:
+            raise ValueError(
+                f"saved parameter {name!r} has shape {tuple(tensors[name].shape)} but the model's has "
+                f"{tuple(params[name].shape)} (a head for a different number of labels?); "
+                "build the model with the same number of labels as the saved adapter"
+            )
+
+
+def _check_adapter_names(model, tensors):
+    """Every saved adapter weight must belong under one of this model's insertion points.
+
+    Before issue 12, BERT-family adapters hung off the output projection (`...output.dense.adapter.`);
+    now they sit after its dropout (`...output.dropout.adapter.`). Refuse old checkpoints clearly.
+    """
+    names = {id(m): n for n, m in model.named_modules()}
+    points = {names[id(module)] + ".adapter." for *_, module in insertion_points(model)}
+    stray = sorted(n for n in tensors if ".adapter." in n and not any(n.startswith(pt) for pt in points))
+    if stray:
+        example = next(iter(sorted(points)), "?")
+        raise ValueError(
+            f"saved adapter weights such as {stray[0]!r} sit where this adapterlab puts no adapter "
+            f"(it puts them under e.g. {example!r}). The adapter was probably saved by an older adapterlab, "
+            "which put BERT-family adapters on the output projection, before dropout; now they follow "
+            "adapter-bert and sit after the dropout. Retrain it (or, for evaluation only, rename "
+            "'.dense.adapter.' to '.dropout.adapter.' in the saved names: in eval mode both compute the same)"
+        )
+
+
+def load_adapter(model, path):
+    """Load a saved adapter into a base model (adapting it first if needed) or swap it into an adapted one.
+
+    Only the saved (trained) parameters are written; the frozen base stays untouched.
+    """
+    path = Path(path)
+    if not (path / ADAPTER_CONFIG).exists():
+        raise ValueError(f"no saved adapter at {path} (expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS})")
+    meta = json.loads((path / ADAPTER_CONFIG).read_text())
+    mine, saved = base_fingerprint(model), meta["base"]
+    if mine != saved:
+        diff = {k: (saved.get(k), mine.get(k)) for k in saved if saved.get(k) != mine.get(k)}
+        raise ValueError(
+            f"adapter at {path} was trained on a different base model: "
+            + "; ".join(f"{k}: saved {a}, this model {b}" for k, (a, b) in diff.items())
+            + ". Load it into the base model it was trained on."
+        )
+    cfg = MethodConfig.from_dict(meta["method"])
+    current = getattr(model, "adapterlab_method", None)
+    if current is not None and current != cfg:
+        raise ValueError(
+            f"the model has {current.name!r} adapters with other settings than the saved {cfg.name!r} ones; "
+            "load it into a fresh base model or one adapted with the same method"
+        )
+    _refuse_merged(model)
+    tensors = load_file(path / ADAPTER_WEIGHTS)
+    _check_shapes(model, tensors)  # the head, LayerNorms, ...: before adapt(), so a refusal changes nothing
+    _check_adapter_names(model, tensors)
+    if current is None:
+        adapt(model, cfg)
+    params = dict(model.named_parameters())
+    missing = sorted(set(tensors) - set(params))
+    if missing:
+        raise ValueError(
+            f"saved parameters {missing[:3]} do not exist in this model adapted with {cfg.name!r}; "
+            "the adapter was probably saved by another adapterlab version: retrain it with this one"
+        )
+    with torch.no_grad():
+        for name, tensor in tensors.items():
+            params[name].copy_(tensor)
+    return model

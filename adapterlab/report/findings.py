@@ -1,0 +1,688 @@
+"""The findings of every training notebook, read from its tidy CSV: each paper claim with a verdict, our paired
+confidence interval and the paper's own number.
+
+Every number that the notebooks' "Reading the result" cells, the README's findings section and its closing
+list of claims state comes from here, so no text can contradict the data:
+
+    from adapterlab.report import findings
+    print("\\n".join(findings.init_scale(df)))   # markdown lines for one family's DataFrame
+    findings.claims("init_scale", df)            # [(claim, stats.Verdict)]: what the lines judge
+    print(findings.report("default"))           # every family, from data/results/default/*.csv
+    python -m adapterlab.report.findings --profile default --write-readme   # the README section
+
+The statistics are adapterlab.experiments.stats's, and only those: runs that share a seed (and so a subset and a data
+order) are compared paired by seed; a claim gets "reproduced", "not reproduced", "reversed" or "inconclusive
+(could detect only >= X points)"; "flat", "equal" and "on par" are said only when the equivalence test puts the
+difference inside stats.MARGIN (1.5 points). Convergence is the verdict each run was trained under (the
+table's `converged` and `rule_version`); rows judged by an older rule are re-judged under the current one in
+plain sight ("re-verdict under rule 3: X of Y"), never relabelled.
+"""
+import argparse
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..experiments import families, profiles, rules, stats
+from . import labels
+
+BEGIN, END = "<!-- findings:begin (python -m adapterlab.report.findings --write-readme) -->", "<!-- findings:end -->"
+
+
+def pts(value, signed=False):
+    """A fraction as points x100: 0.823 -> '82.3'."""
+    return f"{value * 100:{'+' if signed else ''}.1f}"
+
+
+def by_seed(d, a, b, column="label"):
+    """stats.paired of the rows whose `column` is a against those where it is b, matched by seed (seeds that
+    only one side has are left out)."""
+    va = d[d[column] == a].groupby("seed")["value"].mean()
+    vb = d[d[column] == b].groupby("seed")["value"].mean()
+    seeds = va.index.intersection(vb.index).sort_values()
+    return stats.paired(va[seeds].to_numpy(), vb[seeds].to_numpy())
+
+
+def ci_text(diff):
+    """'-3.1 [-6.0, -0.2]' in points, the 95% interval of a stats.Difference (no interval without noise)."""
+    if not diff.known:
+        return f"{pts(diff.estimate, True)} (no interval: no noise estimate)"
+    low, high = diff.ci()
+    return f"{pts(diff.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
+
+
+def chosen_text(lr, grid):
+    """'(chosen on validation from 0.001 0.003)', flagged when the choice is an end of the grid: the grid then
+    does not bracket the best rate, which may lie beyond it (a wider grid is a new protocol, not a relabelling)."""
+    rates = sorted(float(r) for r in grid.split())
+    end = ("lowest" if lr == rates[0] else "highest" if lr == rates[-1] else None) if len(rates) > 1 else None
+    beyond = {"lowest": "lower", "highest": "higher"}.get(end)
+    return f" (chosen on validation from {grid}" + (f"; the grid's {end}: a {beyond} rate was not tried)" if end
+                                                   else ")")
+
+
+# ----------------------------------------------------------------------------- convergence
+
+def unconverged(df):
+    """What the table says about convergence: the stored verdicts under the rule each run was trained with
+    (`rule_version`), and, where a row was judged by an older rule, its re-verdict under the current rule
+    (rules.converged on the row's plateau_gain, plateau_se, final_train_loss and class_entropy), said as such."""
+    if "converged" not in df:
+        return "these results predate the convergence record"
+    current = rules.CONVERGENCE_RULE_VERSION
+
+    n = len(df)
+    stored = df["converged"].astype(bool)
+    versions = df["rule_version"] if "rule_version" in df else pd.Series(np.nan, index=df.index)
+    known = versions.dropna().astype(int)
+    under = [f"rule {v} for {c}" for v, c in sorted(Counter(known).items())]
+    if versions.isna().any():
+        under.append(f"rule version not recorded for {versions.isna().sum()}" if len(known) else
+                     "rule version not recorded in this table")
+    if len(known) == n and (known == current).all():
+        return f"{stored.sum()} of {n} runs converged (rule {current})" + _why_not(df, stored)
+    text = f"the table's verdicts: {stored.sum()} of {n} runs converged ({', '.join(under)})"
+    if "plateau_gain" in df:
+        again = converged_now(df)
+        text += f"; re-verdict under rule {current}: {again.sum()} of {n} converged"
+        if "class_entropy" not in df:
+            text += " (plateau clause only: the table has no class_entropy for the loss clause)"
+        text += _why_not(df, again)
+    return text
+
+
+def _why_not(df, verdicts):
+    """'; not converged: 16 still gaining or unmeasured, 2 with a final training loss >= ...' for the rows
+    that a rule-3 verdict (stored or re-judged) leaves unconverged."""
+    CONVERGENCE, current = rules.CONVERGENCE, rules.CONVERGENCE_RULE_VERSION
+    if verdicts.all() or "plateau_gain" not in df:
+        return ""
+    plateaued = pd.Series([stats.gain_below_margin(gain, se) for gain, se, _, _ in _rule_inputs(df)], index=df.index)
+    rising = int((~verdicts & ~plateaued).sum())  # the plateau clause failed: gain too large, or unmeasured
+    parts = [f"{rising} still gaining or unmeasured (last-third gain + {CONVERGENCE['z']:.3f} paired SE ≥ "
+             f"{CONVERGENCE['margin'] * 100:g} points)"] if rising else []
+    if int((~verdicts).sum()) > rising:
+        parts.append(f"{int((~verdicts).sum()) - rising} with a final training loss ≥ "
+                     f"{CONVERGENCE['loss_ratio']:g} x the class entropy")
+    return f"; not converged under rule {current}: " + ", ".join(parts)
+
+
+def _rule_inputs(df):
+    """(gain, se, final loss, class entropy) per row, NaN where the table lacks a column."""
+    col = lambda c: df[c] if c in df else pd.Series(np.nan, index=df.index)  # noqa: E731
+    return zip(col("plateau_gain"), col("plateau_se"), col("final_train_loss"), col("class_entropy"))
+
+
+def converged_now(df):
+    """Each row's verdict under the current rule (rules.converged on its columns): for counts by group."""
+    converged = rules.converged
+    return pd.Series([converged(*row) for row in _rule_inputs(df)], index=df.index, dtype=bool)
+
+
+def current_verdicts(df):
+    """(verdict per row, what they are): the stored verdicts when every row was judged by the current rule,
+    else the rows re-judged under it; (None, None) for a table without convergence columns."""
+    current = rules.CONVERGENCE_RULE_VERSION
+    if "converged" not in df:
+        return None, None
+    if "rule_version" in df and (df["rule_version"] == current).all():
+        return df["converged"].astype(bool), f"rule {current}"
+    if "plateau_gain" not in df:
+        return df["converged"].astype(bool), "the table's verdicts, rule version not recorded"
+    return converged_now(df), f"re-verdict under rule {current}"
+
+
+def _seeds(df):
+    return df["seed"].nunique() if "seed" in df else 1
+
+
+def _verdict_lines(claims):
+    return [f"- {title}: {v.text()}." for title, v in claims]
+
+
+# ----------------------------------------------------------------------------- 03 teaching
+
+TEACHING_CLAIMS = {  # method -> what the papers report against full fine-tuning
+    "houlsby": "within 0.4 points of full fine-tuning on GLUE with 3.6% of the parameters (Houlsby Table 1)",
+    "pfeiffer": "on par with full fine-tuning, a slight degradation (Compacter Table 1)",
+    "compacter": "on par with full fine-tuning with 0.073% of the parameters (Compacter Table 1)",
+    "compacter++": "on par with full fine-tuning with 0.047% of the parameters (Compacter Table 1)",
+}
+
+
+def _teaching(results, majority, metric, n_test):
+    """03's table: one run per method (no seeds), test scores on the same n_test examples. Differences are
+    paired by example when the table has each run's `test_correct` bits; otherwise they get the conservative
+    unpaired SE of two scores (stats.scores), and the text says which."""
+    test = results[f"test {metric}"]
+    bits = results["test_correct"] if "test_correct" in results else pd.Series(None, index=results.index)
+    lines = [f"One run per method, test {labels.metric_name(metric)} on {n_test:,} examples (one score's "
+             f"sampling SE about {pts(math.sqrt(test.mean() * (1 - test.mean()) / n_test))} points); majority "
+             f"class {pts(majority)}."]
+    for m in test.index:
+        above = stats.scores(test[m], majority, n_test, b_exact=True)
+        lines.append(f"- {m}: {pts(test[m])}, {results.loc[m, 'trainable %']:.3f}% of the parameters trained; "
+                     f"{ci_text(above)} points above the majority class (95% CI).")
+    claims = []
+    if "full" in test.index:
+        for m in (m for m in test.index if m in TEACHING_CLAIMS):
+            paired = isinstance(bits[m], str) and isinstance(bits["full"], str)
+            diff = (stats.by_example(bits["full"], bits[m], n_test) if paired else
+                    stats.scores(test[m], test["full"], n_test))
+            claims.append((f"{m} on par with full fine-tuning", stats.verdict(diff, "==", TEACHING_CLAIMS[m])))
+        speed = results["examples/s"] / results.loc["full", "examples/s"]
+        others = speed.drop("full")
+        if len(others):
+            lines.append(f"- training speed relative to full fine-tuning: {others.min():.2f}x to {others.max():.2f}x "
+                         f"({others.idxmax()} fastest; measured, one run each): adapters save the optimizer state "
+                         "and the weight gradients, but the backward pass still runs through every layer.")
+    return lines + _verdict_lines(claims), claims
+
+
+def teaching(results, majority, metric, n_test):
+    """03's reading: markdown lines from its results table (index method; columns 'test <metric>',
+    'trainable %', 'examples/s', optionally 'test_correct'), the majority-class score and the number of
+    test examples."""
+    return _teaching(results, majority, metric, n_test)[0]
+
+
+def teaching_table(records):
+    """(results, majority, metric) of 03's stored runs on its first task: the table notebook 03 builds."""
+    first = records[0]["task"]
+    rows = {r["method"]: r for r in records if r["task"] == first}
+    metric = records[0]["metric"]
+    results = pd.DataFrame([{"method": m, f"test {metric}": r["test"], "trainable %": r["percent"],
+                             "examples/s": r["examples_per_second"], "test_correct": r.get("test_correct")}
+                            for m, r in rows.items()]).set_index("method")
+    return results, records[0]["majority"], metric
+
+
+# ----------------------------------------------------------------------------- 04 layer removal
+
+def _span_difference(d, n):
+    """(value, diff, paired): value(x) is span x's score ((first, last), or None for nothing removed);
+    diff(x, y) is span x's score minus span y's (each (first, last), or None for nothing
+    removed) on the same n validation examples, paired by example when the table has the per-example bits
+    (stats.by_example), else with the unpaired SE of two scores (stats.scores: conservative)."""
+    def row(x):
+        return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
+
+    def value(x):
+        return float(d["full_value"].iloc[0] if x is None else row(x)["value"])
+
+    def bits(x):
+        return d["full_correct"].iloc[0] if x is None else row(x)["correct"]
+
+    paired = {"correct", "full_correct"} <= set(d) and d[["correct", "full_correct"]].notna().all(axis=None)
+
+    def diff(x, y):
+        return stats.by_example(bits(y), bits(x), n) if paired else stats.scores(value(x), value(y), n)
+    return value, diff, paired
+
+
+def _layer_removal(df):
+    lines, claims = [], []
+    for task, d in df.groupby("task", sort=False):
+        full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
+        n = int(d["eval_examples"].iloc[0])
+        layers = int(d["n_layers"].iloc[0]) if "n_layers" in d else int(d["last_layer"].max()) + 1
+        value, diff, paired = _span_difference(d, n)
+        half = layers // 2
+        lower, upper, everything = (0, half - 1), (half, layers - 1), (0, layers - 1)
+        how = ("differences are paired by example (every span is scored on the same validation tweets)" if paired
+               else "differences use the unpaired SE of two scores, conservative: the spans' per-example record "
+                    "is not stored")
+        lines.append(f"**Layer removal, {task}** (one run; validation accuracy on {n:,} examples, sampling SE of one "
+                     f"score {pts(math.sqrt(full * (1 - full) / n))} points; {how}; "
+                     f"{unconverged(d.head(1)).replace('runs', 'run')}):")
+        lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value(lower))}, "
+                     f"upper half ({half}–{layers - 1}) removed {pts(value(upper))}, all removed "
+                     f"{pts(value(everything))}; majority class {pts(base)}.")
+        singles = [stats.verdict(diff((i, i), None), "==", "") for i in range(layers)]
+        worst = min(range(layers), key=lambda i: value((i, i)))
+        lines.append(f"- one layer removed: at worst {ci_text(diff((worst, worst), None))} points (layer {worst}).")
+        claims += [
+            (f"{task}: lower layers' adapters removable with a small loss (layers 0–{half - 1} removed vs none)",
+             stats.verdict(diff(lower, None), "==", "removing layers 0–4 of 12 barely affects MNLI (Houlsby Fig. 6)")),
+            (f"{task}: upper layers' adapters matter more (lower half removed minus upper half removed)",
+             stats.verdict(diff(lower, upper), ">", "removing layers 8–11 costs far more than 0–4 (Houlsby Fig. 6)")),
+            (f"{task}: any single layer's adapters removable (worst layer vs none)",
+             stats.all_of(singles, "at most 2 points for any single layer (Houlsby Fig. 6, diagonal)")),
+            (f"{task}: all adapters removed falls to the majority class",
+             stats.verdict(stats.scores(value(everything), base, n, b_exact=True), "==",
+                           "the majority class: 37% MNLI, 69% CoLA (Houlsby Fig. 6)")),
+        ]
+    return lines + _verdict_lines(claims), claims
+
+
+def layer_removal(df):
+    """04's reading: markdown lines (one run: sampling noise of its scores, verdicts on Houlsby's Fig. 6)."""
+    return _layer_removal(df)[0]
+
+
+# ----------------------------------------------------------------------------- 05 init scale
+
+def _init_scale(df, flat_below=1e-2):
+    lines, claims = [], []
+    for task, d in df.groupby("task", sort=False):
+        base = d["baseline"].iloc[0]
+        by = {std: g.set_index("seed")["value"] for std, g in d.groupby("init_std")}
+        ref = min(by)
+        collapsed = {std: int((v - base < stats.COLLAPSE).sum()) for std, v in by.items()}
+        lines += [f"**Init scale, {task}** (validation accuracy, {_seeds(d)} seed(s), {unconverged(d)}; majority "
+                  f"class {pts(base)}):",
+                  "- seed mean per std: " + ", ".join(f"{s:.0e} {pts(v.mean())}" for s, v in sorted(by.items())) + ".",
+                  "- seed median per std: "
+                  + ", ".join(f"{s:.0e} {pts(v.median())}" for s, v in sorted(by.items())) + ".",
+                  "- best of the seeds per std (the paper's rule: the best of several runs): "
+                  + ", ".join(f"{s:.0e} {pts(v.max())}" for s, v in sorted(by.items())) + ".",
+                  f"- collapsed runs (ending < {stats.COLLAPSE * 100:g} points above the majority class): "
+                  + (", ".join(f"{n} of {len(by[s])} at {s:.0e}" for s, n in sorted(collapsed.items()) if n) or "none")
+                  + "."]
+        small = sorted(s for s in by if s <= flat_below)
+        best = [by[s].max() for s in small]
+        if best:
+            lines.append(f"- best of the seeds for std ≤ {flat_below:.0e} spans {pts(max(best) - min(best))} points "
+                         "(descriptive: a maximum over seeds has no confidence interval).")
+
+        def pair(std):  # this std minus the reference std, matched by seed
+            seeds = by[std].index.intersection(by[ref].index).sort_values()
+            return stats.paired(by[std][seeds].to_numpy(), by[ref][seeds].to_numpy())
+
+        flat = [stats.verdict(pair(s), "==", "") for s in small if s != ref]
+        large = [stats.verdict(pair(s), "<", "") for s in sorted(by) if s > flat_below]
+        if flat:
+            claims.append((f"{task}: seed means flat for std ≤ {flat_below:.0e} (each std minus std {ref:.0e}, "
+                           "paired by seed)", stats.all_of(flat, "within about 1 point of the best for std 1e-7 to 1e-2 "
+                                                            "on MNLI and CoLA (Houlsby Fig. 6, right)")))
+        if large:
+            claims.append((f"{task}: degrades for std > {flat_below:.0e} (each larger std minus std {ref:.0e})",
+                           stats.all_of(large, "degrades at 1e-1 and above, more on CoLA (Houlsby Fig. 6, right)")))
+    return lines + _verdict_lines(claims), claims
+
+
+def init_scale(df, flat_below=1e-2):
+    """05's reading: seed mean, median, best of seeds and collapses per std; verdicts on Fig. 6 (right)."""
+    return _init_scale(df, flat_below)[0]
+
+
+# ----------------------------------------------------------------------------- 06 parameters vs performance
+
+# (setting a, setting b, claim about a - b, the paper's number); a setting is a `label`, or a method that has one
+PARAM_CLAIMS = [
+    ("layernorm", "full", "<", "LayerNorm only 3.5 (CoLA) to 4 (MNLI) points below full fine-tuning (Houlsby Fig. 4)"),
+    ("top-k k=1", "full", "<", "top layer only 77.8 against 84.4 on MNLI: -6.6 points (Houlsby Fig. 4)"),
+    ("top-k k=3", "full", "<", "fewer layers fine-tuned: GLUE score 'decreases dramatically' (Houlsby Fig. 3)"),
+    ("houlsby m=64", "top-k k=1", ">", "adapters m=64 83.7 against the top layer's 77.8 on MNLI with a quarter of "
+                                       "the parameters: +5.9 (Houlsby Fig. 4)"),
+    ("houlsby m=64", "full", "==", "within 0.4 points of full fine-tuning on GLUE, 3.6% of the parameters "
+                                   "(Houlsby Table 1)"),
+    ("compacter", "full", "==", "on par with full fine-tuning, 0.073% of the parameters (Compacter Table 1)"),
+    ("compacter++", "full", "==", "on par with full fine-tuning, 0.047% of the parameters (Compacter Table 1)"),
+    ("bitfit", "full", "<", "1.53 points below full fine-tuning on GLUE (Compacter Table 1)"),
+    ("prompt-tuning-R n=100", "full", "<", "Prompt Tuning 'lags behind fine-tuning substantially' (Compacter "
+                                           "§4, Table 1)"),
+    ("prompt-tuning-T n=100", "full", "<", "Prompt Tuning 'lags behind fine-tuning substantially' (Compacter "
+                                           "§4, Table 1)"),
+    ("head-only", "full", "<", "fine-tuning 'often enjoys better performance than feature-based transfer' "
+                               "(Houlsby §1; Table 2: 73.7 against 72.7 for its feature-based baseline)"),
+]
+WORDS = {">": "above", "<": "below", "==": "on par with"}
+# the papers' differences smaller than the margin: no verdict a 1.5-point margin could give
+PARAM_UNTESTABLE = ("AdapterDrop −0.65, Adapter-LowRank −0.68 and Intrinsic-SAID −1.05 points against full "
+                    "(Compacter §4-5.5)")
+# Compacter 5.5's cost claims (T5-base on a 24 GB GPU; here process RSS and seconds on a CPU): (setting, cost
+# column, what is claimed, the paper's number). Judged on the ratio to full fine-tuning's cost, paired by seed,
+# against stats.COST_MARGIN.
+COST_CLAIMS = [
+    ("intrinsic-said", "peak_memory_mb", "more peak memory than full fine-tuning", "+41.14% (Compacter §5.5)"),
+    ("prompt-tuning-R n=100", "peak_memory_mb", "more peak memory than full fine-tuning", "+24.42% (Compacter §5.5)"),
+    ("intrinsic-said", "seconds_per_epoch", "more time per epoch than full fine-tuning",
+     "among the slowest to train (Compacter §5.5, Table 3)"),
+    ("prompt-tuning-R n=100", "seconds_per_epoch", "more time per epoch than full fine-tuning",
+     "among the slowest to train (Compacter §5.5, Table 3)"),
+]
+COST_WORDS = {"peak_memory_mb": "peak memory", "seconds_per_epoch": "time per epoch"}
+
+
+def cost_ratio(d, label, column):
+    """stats.paired of label's cost over full fine-tuning's on the same seed, minus one (a fraction: +0.25
+    is 25% more than full fine-tuning)."""
+    a = d[d["label"] == label].groupby("seed")[column].mean()
+    b = d[d["label"] == "full"].groupby("seed")[column].mean()
+    seeds = a.index.intersection(b.index).sort_values()
+    ratio = (a[seeds] / b[seeds]).to_numpy()
+    return stats.paired(ratio, np.ones_like(ratio))
+
+
+def _setting(d, name):
+    """The label a claim names: the label itself, or the only label of that method (None if neither)."""
+    if name in set(d["label"]):
+        return name
+    found = d[d["method"] == name]["label"].unique()
+    return found[0] if len(found) == 1 else None
+
+
+def _param_performance(df):
+    lines, claims = [], []
+    for task, d in df.groupby("task", sort=False):
+        base = d["baseline"].iloc[0]
+        groups = [g["value"].to_numpy() for _, g in d.groupby("label", sort=False)]
+        lines.append(f"**Parameters vs performance, {task}** (test accuracy, {_seeds(d)} seed(s), {unconverged(d)}; "
+                     f"majority class {pts(base)}):")
+        if len(groups) >= 2 and min(len(g) for g in groups) >= 2:
+            f, p = stats.anova(groups)
+            lines.append(f"- one-way ANOVA across the {len(groups)} settings: F = {f:.2f}, p = {p:.2f} "
+                         + ("(some setting differs)." if p < 0.05 else "(no setting shown to differ from the others)."))
+        for label, g in d.groupby("label", sort=False):
+            grid = g["lr_grid"].iloc[0] if "lr_grid" in g else None
+            lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + (
+                chosen_text(g["lr"].iloc[0], grid) if isinstance(grid, str) and "lr" in g else "")
+            vs = (f"; minus full, paired by seed: {ci_text(by_seed(d, label, 'full'))}"
+                  if label != "full" and "full" in set(d["label"]) else "")
+            lines.append(f"- {label}: {pts(g['value'].mean())}{lr}, {g['percent'].iloc[0]:.3f}% trained{vs}.")
+        for a, b, claim, paper in PARAM_CLAIMS:
+            la, lb = _setting(d, a), _setting(d, b)
+            if la and lb:
+                claims.append((f"{task}: {la} {WORDS[claim]} {lb}",
+                               stats.verdict(by_seed(d, la, lb), claim, paper)))
+        for a, column, what, paper in COST_CLAIMS:
+            la = _setting(d, a)
+            if la and "full" in set(d["label"]) and column in d:
+                claims.append((f"{task}: {la} needs {what} ({COST_WORDS[column]}, ratio to full minus one)",
+                               stats.verdict(cost_ratio(d, la, column), ">", paper, stats.COST_MARGIN, unit="%")))
+        tally = Counter(v.label for _, v in claims)
+        lines.append("- the papers' separations here: " + ", ".join(
+            f"{tally[k]} {k}" for k in stats.VERDICTS if tally[k]) + f" (of {len(claims)}); not tested, the papers' "
+            f"own difference being under the {stats.MARGIN * 100:g}-point margin: {PARAM_UNTESTABLE}.")
+    return lines + _verdict_lines(claims), claims
+
+
+def param_performance(df):
+    """06's reading: each setting against full fine-tuning paired by seed, an ANOVA, the papers' separations."""
+    return _param_performance(df)[0]
+
+
+def efficiency(table):
+    """06's efficiency sentences from the efficiency table (tables.param_performance_table), means over seeds:
+    Compacter++'s share of the parameters, of full fine-tuning's peak memory and of its training time; then
+    the serving latency (batch 1 and 32) of full fine-tuning, prompt tuning (a longer sequence) and LoRA
+    unmerged against merged. Measured on the CPU the runs trained on (their records name it)."""
+    cpp = table[table["family"] == "compacter++"]
+    if not len(cpp) or "memory_vs_full_pct" not in table:
+        return []
+    c = cpp.iloc[0]
+    time_col = "seconds_per_epoch" if "seconds_per_epoch" in table else "train_seconds"
+    out = [f"Compacter++ trains {c['percent_trained']:.3f} % of the parameters and needs "
+           f"{c['memory_vs_full_pct']:.0f} % of full fine-tuning's peak memory and "
+           f"{c['time_vs_full_pct']:.0f} % of its training time ({time_col.replace('_', ' ')})."]
+    if "latency_32_ms" not in table:
+        return out
+    shown = table[table["family"].isin(["full", "prompt-tuning-R", "prompt-tuning-T", "lora"])
+                  & table["latency_32_ms"].notna()]
+    out.append("Serving latency, median forward pass at batch 1 / 32 (the trained model, right after training): "
+               + "; ".join(f"{r.method} {r.latency_1_ms:.1f} / {r.latency_32_ms:.0f} ms" for r in shown.itertuples())
+               + ". Prompt tuning runs its prompt tokens through every layer; merging folds LoRA's update into the "
+               "weights it sits beside.")
+    return out
+
+
+def smallest_within(df, points=1.0):
+    """The label training the fewest parameters whose seed mean is at least full fine-tuning's seed mean
+    minus `points` (accuracy points: 0.01 each); None when no method is that close (or no full run).
+    What exercise 06.smallest_within checks; it ranks seed means and so claims nothing about noise."""
+    full = df[df["method"] == "full"]["value"]
+    if not len(full):
+        return None
+    others = df[df["method"] != "full"].groupby("label", sort=False)
+    means, trainable = others["value"].mean(), others["trainable"].first()
+    close = trainable[means >= full.mean() - points / 100]
+    return close.idxmin() if len(close) else None
+
+
+# ----------------------------------------------------------------------------- 07 low resource
+
+LOW_RESOURCE_PAPER = "Compacter++ above T5-base fine-tuning in the low-resource setting (Compacter Fig. 4, GLUE " \
+                     "subsampled to 100-4,000)"
+
+
+def _low_resource(df):
+    lines, claims = [], []
+    for task, d in df.groupby("task", sort=False):
+        lines.append(f"**Low resource, {task}** (test accuracy, {_seeds(d)} seed(s), every method on the same seeded "
+                     f"subset, so differences are paired by seed; {unconverged(d)}; majority class "
+                     f"{pts(d['baseline'].iloc[0])}):")
+        if "lr" in d:
+            rates = ", ".join(f"{m} {'/'.join(f'{lr:g}' for lr in g['lr'].unique())}"
+                              + (chosen_text(g["lr"].iloc[0], g["lr_grid"].iloc[0])
+                                 if "lr_grid" in g and isinstance(g["lr_grid"].iloc[0], str) else "")
+                              for m, g in d.groupby("method", sort=False))
+            lines.append(f"- learning rates: {rates}.")
+        for size, g in d.groupby("train_size"):
+            means = ", ".join(f"{m} {pts(v['value'].mean())}" for m, v in g.groupby("method", sort=False))
+            vs = "; ".join(f"{m} − full {ci_text(by_seed(g, m, 'full', 'method'))}"
+                           for m in g["method"].unique() if m != "full" and "full" in set(g["method"]))
+            lines.append(f"- {int(size):,} examples: {means}" + (f"; paired by seed: {vs}" if vs else "") + ".")
+            if {"compacter++", "full"} <= set(g["method"]):
+                claims.append((f"{task}: Compacter++ above full fine-tuning at {int(size):,} examples",
+                               stats.verdict(by_seed(g, "compacter++", "full", "method"), ">", LOW_RESOURCE_PAPER)))
+        verdicts, which = current_verdicts(d)
+        if verdicts is not None and not verdicts.all():
+            per = ", ".join(f"{m} {(~verdicts[g.index]).sum()} of {len(g)}" for m, g in d.groupby("method", sort=False))
+            lines.append(f"- not converged ({which}), by method: {per}; a gap that involves such runs is the gap at "
+                         "this budget, not at convergence.")
+    return lines + _verdict_lines(claims), claims
+
+
+def low_resource(df):
+    """07's reading: per size, each method and its paired difference to full; verdicts on Compacter's Fig. 4."""
+    return _low_resource(df)[0]
+
+
+# ----------------------------------------------------------------------------- every family
+
+READERS = {"layer_removal": _layer_removal, "init_scale": _init_scale, "param_performance": _param_performance,
+           "low_resource": _low_resource}
+
+
+def claims(family, df):
+    """[(claim, stats.Verdict)] that a family's reading judges, in its order."""
+    return READERS[family](df)[1]
+
+
+def claims_table(rows):
+    """A markdown table of (notebook, claim, verdict): the closing list of every paper claim."""
+    out = ["| notebook | claim | verdict | here: estimate [interval] | paper |", "|---|---|---|---|---|"]
+    for stem, title, v in rows:
+        out.append(f"| {stem} | {title} | {v} | {v.numbers()} | {v.paper} |")
+    return out
+
+
+def load(profile, family):
+    """The family's CSV from data/results/<profile>/ (None when it is not there)."""
+    path = profiles.results_dir(profile) / f"{family}.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def stored_runs(profile, family):
+    """The stored records of the family's current plan (03's "teaching": the notebook's default runs)."""
+    from ..experiments import planning, running  # torch and the models: only when asked
+    store = running.store_of(profile)
+    if family == families.STREAM:  # notebook 08: its steps, not a plan of runs
+        from ..experiments import stream
+        return [r for step in stream.steps(profile, store) if (r := store.get(step.key, stream.FAMILY)) is not None]
+    configs = planning.plan_from(profile, family, planning.store_lookup(store, profile, family))
+    records = [store.get(planning.run_key(c, profile, family), family) for c in configs]
+    return [r for r in records if r is not None]
+
+
+def _cost(records):
+    """(seconds, what) of stored records: run_seconds (whole runs), or train_seconds (training loops
+    only) when an older record lacks run_seconds. A run trained beside others (`workers` > 1, the
+    sweep's CPU workers) counts for run_seconds / workers: its share of the wall time."""
+    wall = all("run_seconds" in r for r in records)
+    seconds = sum((r["run_seconds"] if wall else r["train_seconds"]) / r.get("workers", 1) for r in records)
+    workers = sorted({r.get("workers", 1) for r in records})
+    what = "whole runs" if wall else "training loops only"
+    if workers != [1]:
+        what += f", {' or '.join(map(str, workers))} at a time"
+    return seconds, what
+
+
+def from_scratch(profile, family):
+    """What the family's planned runs cost to make, from their stored records: (seconds, runs, what)."""
+    records = stored_runs(profile, family)
+    seconds, what = _cost(records)
+    return seconds, len(records), what
+
+
+def timing(profile, family):
+    """One sentence for the top of a notebook: what its runs cost from scratch, from the store."""
+    records = stored_runs(profile, family)
+    if not records:
+        return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
+    seconds, what = _cost(records)
+    return (f"From scratch this notebook trains {len(records)} run(s): {seconds / 60:.1f} min on the machines that "
+            f"made the stored results ({machines(records)}; {what}, summed over "
+            f"data/results/{profiles.get(profile).name}/{family}.jsonl); from the store it only redraws.")
+
+
+def test_examples(profile, task):
+    """How many test examples a stored score of `task` was measured on: the profile's evaluation cap for 03,
+    or the whole test split when it has none (or is smaller)."""
+    from ..experiments import planning  # the datasets: only when asked
+    from ..training import tasks
+    n = len(tasks.load_task(task).splits["test"])
+    cap = planning.eval_size(profile, "teaching")
+    return min(cap, n) if cap else n
+
+
+def budget_control(df):
+    """Lines on a family's budget controls (tables.budget_control): each control's run at twice the steps
+    against its 1x run, paired by example on the test split, and the family's verdict by stats.budget_enough
+    (the controls' mean gain shown below the margin, and none shown to gain the margin or more)."""
+    if df is None or df.empty:
+        return []
+    pooled = stats.pooled_gain(df["gain"], df["gain_se"])
+    enough = stats.budget_enough(df["gain"], df["gain_se"])
+    rules = ", ".join(str(v) for v in sorted(set(df["budget_rule"])))
+    verdict = (f"**passes**: the mean gain is shown below {stats.MARGIN * 100:g} points (one-sided 95%) and no run is "
+               "shown to gain more" if enough else
+               f"**does not pass: this family needs a larger budget** (the mean gain is not shown below "
+               f"{stats.MARGIN * 100:g} points, one-sided 95%, or one run is shown to gain more)")
+    out = [f"- budget control (rule {rules}): {len(df)} run(s) retrained at twice the steps gain "
+           f"{pts(pooled.estimate, True)} ± {pts(2 * pooled.se)} on average (2 SE; each paired by example on the test "
+           f"split); {verdict}:"]
+    for r in df.itertuples():
+        out.append(f"  - {r.label} ({r.entry}), seed {r.seed}: {pts(r.value)} at {r.steps} steps, {pts(r.value_2x)} at "
+                   f"{r.steps_2x}; gain {pts(r.gain, True)} ± {pts(2 * r.gain_se)} (2 SE)"
+                   + (": **shown to gain more than the margin**" if stats.gain_above_margin(r.gain, r.gain_se) else ""))
+    return out
+
+
+def report(profile="default"):
+    """Markdown of every training notebook's findings from the profile's stored runs (03) and committed CSVs
+    (04-07), closed by the list of every paper claim with its verdict and the numbers behind it."""
+    out, rows = [], []
+    taught = stored_runs(profile, "teaching")
+    if taught:
+        results, majority, metric = teaching_table(taught)
+        task = taught[0]["task"]
+        lines, found = _teaching(results, majority, metric, test_examples(profile, task))
+        seconds, what = _cost(taught)
+        out += [f"**Training adapters, {task}** (notebook 03)", *lines,
+                f"  *(from scratch: {len(taught)} run(s), {seconds / 60:.0f} min, {what})*", ""]
+        rows += [("03", title, v) for title, v in found]
+    for family in families.FAMILIES:
+        df = load(profile, family)
+        if df is None or df.empty:
+            continue
+        lines, found = READERS[family](df)
+        lines += budget_control(load(profile, f"{family}_budget_control"))
+        seconds, runs, what = from_scratch(profile, family)
+        cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
+        out += lines + [f"  *(from scratch: {cost})*", ""]
+        rows += [(families.FAMILY_NOTEBOOK[family][:2], title, v) for title, v in found]
+    streamed = stored_runs(profile, families.STREAM)
+    if streamed:  # notebook 08: its own readings (stream.readings), once every step is stored
+        from ..experiments import stream
+        from .stream import readings
+        seconds, what = _cost(streamed)
+        try:
+            lines = readings(stream.load(profile))
+        except ValueError as missing:  # a partial stream: say what is missing instead of a partial reading
+            lines = [f"- {missing}"]
+        out += [f"**A stream of tasks** (notebook 08, {stream.order_name(stream.settings(profile).orders[0])}, "
+                "and a second order):", *lines,
+                f"  *(from scratch: {len(streamed)} step(s), {seconds / 60:.0f} min, {what})*", ""]
+    if rows:
+        tally = Counter(v.label for _, _, v in rows)
+        out += [f"**Every paper claim, its verdict and the numbers behind it** ({len(rows)} claims: "
+                + ", ".join(f"{tally[k]} {k}" for k in stats.VERDICTS if tally[k])
+                + f"; margin ±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats):", "",
+                *claims_table(rows), ""]
+    out.append(total_time(profile))
+    return "\n".join(out).strip() + "\n"
+
+
+def notebook_seconds(profile):
+    """{notebook stem: (seconds, device)}: what each training notebook's stored runs took to make
+    (0 when none is stored), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
+    out = {}
+    for stem, family in families.NOTEBOOK_FAMILY.items():
+        records = stored_runs(profile, family)
+        cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
+        out[stem] = (_cost(records)[0], "gpu" if cuda else "cpu")
+    return out
+
+
+def machines(records):
+    """Where the records' seconds were measured: 'AMD EPYC (AVX512) 46 run(s), ...', most runs first.
+    Records older than the `machine` field say so instead of guessing."""
+    counts = Counter(r.get("machine", "machine not recorded") for r in records)
+    return ", ".join(f"{name} {n} run(s)" for name, n in counts.most_common()) or "no run stored"
+
+
+def total_time(profile):
+    """One line: what `make figures-fresh` costs, summed from the stored runs of every notebook."""
+    seconds = notebook_seconds(profile)
+    missing = [family for stem, family in families.NOTEBOOK_FAMILY.items()
+               if family in families.FAMILIES and not seconds[stem][0]]
+    listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
+    total = sum(s for s, _ in seconds.values())
+    where = machines([r for family in families.NOTEBOOK_FAMILY.values() for r in stored_runs(profile, family)])
+    return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "
+            f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
+            f"({where}; a run trained beside others counts for its share: run_seconds / workers)"
+            + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
+
+
+def write_readme(profile="default", path=None):
+    """Replace the README text between BEGIN and END with report(profile); return the new README."""
+    path = Path(path or profiles.project_root() / "README.md")
+    text = path.read_text()
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{path} has no findings markers; put {BEGIN} and {END} where the findings go")
+    new = pattern.sub(lambda _: f"{BEGIN}\n{report(profile)}{END}", text)
+    path.write_text(new)
+    return new
+
+
+def readme_section(path=None):
+    """The text between the README's findings markers (what write_readme wrote)."""
+    text = Path(path or profiles.project_root() / "README.md").read_text()
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m adapterlab.report.findings", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--write-readme", action="store_true", help="write the README's findings section")
+    args = parser.parse_args()
+    if args.write_readme:
+        write_readme(args.profile)
+    print(report(args.profile))

@@ -1,0 +1,516 @@
+"""The tables of the four figure families: stored runs in, tidy DataFrames out; write() saves them.
+
+    from adapterlab.report import tables
+    result = tables.get("param_performance", "default")   # trains what the store lacks, then builds
+    result.table, result.grid                              # one row per run; the learning-rate grid runs
+    tables.write(result, "default")                        # data/results/default/param_performance*.csv
+
+Each family function (layer_removal, init_scale, param_performance, low_resource) takes `profile`,
+`fresh` (retrain instead of reading the store) and `progress`, runs the family's plan through the
+result store (running.run_plan) and returns a FamilyResult; it writes no file. The build_* functions
+make the tables from records alone (what `make figures` and the reproduction check use). write() is
+the one step that writes the CSVs (the columns of DESIGN.md "Result tables", extras after; the columns
+added since -- class_entropy, rule_version, split -- come last so the older columns keep their bytes).
+Every table's `split` column says which split its `value` measures (families.SPLITS).
+"""
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from ..training import latency
+from ..experiments import planning, rules, stats
+from ..experiments import profiles as profiles_module
+from ..experiments import running
+from ..training import tasks as task_registry
+from ..training import train as T
+from ..methods.saving import ADAPTER_CONFIG, load_adapter
+from ..experiments.families import FAMILIES, SPLITS
+from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
+from ..methods.config import method
+from ..training.removal import layer_removal_scores, time_span_evaluation
+from ..experiments.results import config_key, write_csvs
+
+SPANS_FAMILY = "layer_removal_spans"  # store file of the span evaluations (no training)
+
+# Columns of the CSVs: the contract (DESIGN.md "Result tables") first, extras after.
+COLUMNS = {
+    "layer_removal": ["task", "first_layer", "last_layer", "metric", "value"],
+    "init_scale": ["task", "init_std", "seed", "metric", "value"],
+    "param_performance": ["task", "method", "size", "trainable", "percent", "metric", "value",
+                          "train_seconds", "peak_memory_mb"],
+    "low_resource": ["task", "method", "train_size", "seed", "metric", "value"],
+}
+# ... and, in every CSV, these columns of the run a row comes from (DESIGN.md "Result tables")
+RUN_COLUMNS = ["seed", "lr", "steps", "final_train_loss", "converged", "plateau_gain", "plateau_se", "baseline"]
+# ... and, last in every table: the label entropy the loss criterion compares with, the version of the
+# convergence rule the stored verdict was made under (train.stored_rule_version), the split of `value`
+LAST_COLUMNS = ["class_entropy", "rule_version", "split"]
+
+
+@dataclass
+class FamilyResult:
+    """What a family function returns: its table (one row per run or span), the learning-rate grid runs
+    with the rate chosen (param_performance, low_resource; empty otherwise) and, for layer removal, the
+    cached-against-naive span timings on a sample of batches."""
+    family: str
+    table: pd.DataFrame
+    grid: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timings: dict | None = None
+    budget: pd.DataFrame = field(default_factory=pd.DataFrame)  # the budget controls (budget_control)
+
+
+# ----------------------------------------------------------------------------- shared pieces
+
+def _cfg(record):
+    return T.RunConfig.from_dict(record["config"])
+
+
+def _method(config):
+    return method(config.method, **config.method_args)
+
+
+def run_columns(record):
+    """The RUN_COLUMNS of a record (baseline, the majority class on the split `value` is scored on, is
+    set by each family) and LAST_COLUMNS but split: the convergence verdict as stored with the run
+    (under the rule of its rule_version; running.run_all fills that in for records older than the field),
+    with the last-third gain, its SE and the final loss computed from the stored curve as
+    rules.convergence defines them."""
+    c = record["config"]["train"]
+    gain, se = rules.last_third_gain(record["curve"])
+    return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"],
+                final_train_loss=record["curve"][-1]["train_loss"] if record["curve"] else None,
+                converged=bool(record["converged"]), plateau_gain=gain, plateau_se=se,
+                class_entropy=record.get("class_entropy"), rule_version=rules.stored_rule_version(record))
+
+
+def _frame(rows, family):
+    """Rows as the family's table: contract columns, run columns, extras, then LAST_COLUMNS."""
+    frame = pd.DataFrame(rows)
+    first = COLUMNS[family] + [c for c in RUN_COLUMNS if c not in COLUMNS[family]]
+    if not len(frame):
+        return pd.DataFrame(columns=first + LAST_COLUMNS)
+    frame["split"] = SPLITS[family]
+    extra = [c for c in frame.columns if c not in first and c not in LAST_COLUMNS]
+    return frame[first + extra + LAST_COLUMNS]
+
+
+def _grid_frame(rows, family):
+    """A learning-rate grid table: its own columns, then LAST_COLUMNS (split: that of `value`)."""
+    frame = pd.DataFrame(rows)
+    if not len(frame):
+        return frame
+    frame["split"] = SPLITS[family]
+    return frame[[c for c in frame.columns if c not in LAST_COLUMNS] + LAST_COLUMNS]
+
+
+def _group(records, key):
+    """{key(record): [records]} in first-seen order."""
+    groups = {}
+    for r in records:
+        groups.setdefault(key(r), []).append(r)
+    return groups
+
+
+def epochs_run(record):
+    """Passes over the train set: steps / steps per epoch, an epoch being ceil(examples / batch) steps
+    as train.train counts them (the short last batch is a step)."""
+    batch = record["config"]["train"]["batch_size"]
+    return record["steps"] / math.ceil(record["train_examples"] / batch)
+
+
+# ----------------------------------------------------------------------------- layer removal
+
+def layer_removal(profile=None, fresh=False, progress=True):
+    """Houlsby Fig. 6 left/centre: remove the trained adapters of layers first..last; score on validation.
+
+    Per task: train the Houlsby runs of the plan (the lr x epochs grid in `paper`, one run elsewhere;
+    each adapter saved in the store's checkpoint folder), keep the best on validation, then score it
+    with every contiguous span of blocks [i, j] of adapters removed (removal.layer_removal_scores,
+    cached). Span scores are stored too (store file SPANS_FAMILY), so a rerun neither trains nor scores.
+    Table: build_layer_removal; timings: cached against naive on a sample of validation batches."""
+    p = profiles_module.resolve(profile)
+    store, cap = running.store_of(p), planning.eval_size(p, "layer_removal")
+    records = running.run_plan(p, "layer_removal", fresh, progress)
+    spans = {}
+    for task, best in best_runs(records).items():
+        config = _cfg(best)
+        key = planning.run_key(config, p, "layer_removal")
+
+        def evaluate(config=config, key=key):
+            checkpoint = store.checkpoint_dir(key)
+            if not (checkpoint / ADAPTER_CONFIG).exists():  # record kept, weights lost: train it again
+                running.run_all(p, "layer_removal", [config], True, progress)
+            return evaluate_spans(config, checkpoint, cap, progress)
+
+        spans[task] = store.get_or_run(span_key(key, cap), evaluate, family=SPANS_FAMILY, fresh=fresh)
+    return replace(build_layer_removal(p, records, spans), budget=budget_control(p, "layer_removal"))
+
+
+def best_runs(records):
+    """{task: its record best on validation} (the first best on a tie), tasks in plan order."""
+    return {task: max(runs, key=lambda r: r["validation"]) for task, runs in _group(records, lambda r: r["task"]).items()}
+
+
+def span_key(run_key, cap):
+    """The store key of a run's span scores: the run's key, the split and the evaluation cap."""
+    return {"run": run_key, "split": "validation", "eval_size": cap}
+
+
+def build_layer_removal(profile, records, spans):
+    """The layer-removal table from the family's run records and {task: span record}.
+
+    One row per span (i <= j), n(n+1)/2 rows per task for n blocks. Columns:
+      task, first_layer, last_layer (0-based block indices, inclusive), metric, value
+      full_value   the same model with no adapter removed (same validation examples)
+      baseline     majority-class score on those validation examples
+      drop         value - full_value (<= 0 when removing hurts)
+      n_removed    last_layer - first_layer + 1;  n_layers: blocks in the model
+      backbone, lr, steps, epochs (passes over the train set), eval_examples,
+      run_key (the store key of the trained run)
+      correct, full_correct  which examples the span (and the unablated model) classifies right,
+                   train.correct_bits hex (empty for span records stored without them, or a metric
+                   other than accuracy): differences between spans pair by example (stats.by_example)
+    The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
+    timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records."""
+    p = profiles_module.resolve(profile)
+    rows = []
+    for task, best in best_runs(records).items():
+        config, s = _cfg(best), spans[task]
+        key = planning.run_key(config, p, "layer_removal")
+        bits = s.get("correct", {})  # absent from span records stored before they kept it
+        correct = {(i, j): b for i, j, b in bits.get("spans", [])}
+        for i, j, value in s["spans"]:
+            rows.append(dict(task=task, first_layer=i, last_layer=j, metric=s["metric"], value=value,
+                             full_value=s["full"], baseline=s["majority"], drop=value - s["full"],
+                             correct=correct.get((i, j)), full_correct=bits.get("full"),
+                             n_removed=j - i + 1, n_layers=s["layers"], backbone=config.backbone,
+                             **run_columns(best),
+                             epochs=best["steps"] * config.train.batch_size / best["train_examples"],
+                             eval_examples=s["eval_examples"], run_key=config_key(key)))
+    timings = [s["timing"] for s in spans.values() if s.get("timing")]
+    return FamilyResult("layer_removal", _frame(rows, "layer_removal"),
+                        timings={k: sum(t[k] for t in timings) for k in ("cached_seconds", "naive_seconds", "examples")}
+                        if timings else None)
+
+
+def evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
+    """Load the saved adapter of a trained run and score every removed span on validation."""
+    import time
+
+    start = time.perf_counter()
+    model, tokenizer, task = T.build(config)
+    load_adapter(model, checkpoint)
+    task = T.cap_eval(task, cap)
+    only_validation = replace(task, splits={"validation": task.splits["validation"]})
+    encoded = task_registry.encode(only_validation, tokenizer, max_length=config.max_length)["validation"]
+    batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)
+    scores = layer_removal_scores(model, batches, task, device=device, cached=True,
+                                  precision=config.train.precision, progress=progress)
+    seconds = time.perf_counter() - start
+    return {
+        "metric": scores.metric, "layers": scores.layers, "full": scores.full,
+        "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
+        "correct": {"full": scores.correct.get(None),
+                    "spans": [[i, j, scores.correct[(i, j)]] for i, j in sorted(scores)] if scores.correct else []},
+        "majority": task.majority_baseline("validation")[task.metric],
+        "eval_examples": len(encoded), "eval_seconds": seconds,
+        "timing": time_span_evaluation(model, batches, device, config.train.precision),
+    }
+
+
+# ----------------------------------------------------------------------------- init scale
+
+def init_scale(profile=None, fresh=False, progress=True):
+    """Houlsby Fig. 6 right: Houlsby adapters trained from near-identity inits of different std."""
+    p = profiles_module.resolve(profile)
+    return replace(build_init_scale(p, running.run_plan(p, "init_scale", fresh, progress)), budget=budget_control(p, "init_scale"))
+
+
+def build_init_scale(profile, records):
+    """One row per (task, init_std, seed). Columns: task, init_std, seed, metric, value (validation
+    metric of the best evaluation), the RUN_COLUMNS (baseline: majority class on validation), then test,
+    bottleneck, train_seconds, eval_examples, backbone."""
+    cap = planning.eval_size(profile, "init_scale")
+    rows = []
+    for r in records:
+        c = _cfg(r)
+        rows.append(dict(task=r["task"], init_std=c.method_args["init_std"], metric=r["metric"],
+                         value=r["validation"], **run_columns(r), baseline=r.get("majority_validation"),
+                         test=r["test"], bottleneck=_method(c).bottleneck, train_seconds=r["train_seconds"],
+                         eval_examples=cap, backbone=r["backbone"]))
+    return FamilyResult("init_scale", _frame(rows, "init_scale"))
+
+
+# ----------------------------------------------------------------------------- parameters vs performance
+
+def _entry(config):
+    """What identifies a method entry of param_performance: its config without lr and seed."""
+    d = config.to_dict()
+    d["train"] = {k: v for k, v in d["train"].items() if k not in ("lr", "seed")}
+    return config_key(d)
+
+
+def param_performance(profile=None, fresh=False, progress=True):
+    """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile at the learning rate
+    chosen on validation from its grid (first seed), then trained with every seed at that rate."""
+    p = profiles_module.resolve(profile)
+    return replace(build_param_performance(p, running.run_plan(p, "param_performance", fresh, progress)), budget=budget_control(p, "param_performance"))
+
+
+def build_param_performance(profile, records):
+    """One row per (task, method settings, seed) at the chosen rate. Columns: task, method, size, trainable,
+    percent, metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
+    the RUN_COLUMNS (lr: the chosen rate; baseline: majority class on test), lr_grid (the rates tried,
+    space-separated), then: family (the method's plot line, labels.method_line of labels.variant: "adapters"
+    for houlsby, "prompt-tuning-R" / "-T" for prompt tuning),
+    label (labels.method_label: "houlsby m=64"), validation, bottleneck, n, k, epochs_run,
+    seconds_per_epoch, examples_per_second, backbone, value_minus_full (value minus full fine-tuning's on
+    the same task and seed; NaN without a full run).
+
+    `size` (labels.method_size): top-k -> k; phm -> n; the other adapter methods -> the bottleneck m;
+    full/layernorm/bitfit -> NaN. peak_memory_mb is CUDA's max allocated on a GPU, the process RSS on
+    CPU (coarse there). grid: every grid run (task, label, lr, seed, validation, value, ..., chosen)."""
+    rows, grid_rows = [], []
+    for runs in _group(records, lambda r: _entry(_cfg(r))).values():  # entry -> its records, in plan order
+        first_seed = runs[0]["config"]["train"]["seed"]
+        trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
+        [chosen] = planning.choose_lrs(trials).values()
+        lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
+        for r in trials:
+            grid_rows.append(dict(task=r["task"], label=method_label(_method(_cfg(r))), method=r["method"],
+                                  validation=r["validation"], value=r["test"], **run_columns(r),
+                                  chosen=r["config"]["train"]["lr"] == chosen))
+        rows += [_param_performance_row(r, lr_grid) for r in runs if r["config"]["train"]["lr"] == chosen]
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        full = frame[frame["method"] == "full"].groupby(["task", "seed"])["value"].mean()
+        frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
+                                     zip(frame["task"], frame["seed"], frame["value"])]
+    return FamilyResult("param_performance", _frame(frame, "param_performance"),
+                        grid=_grid_frame(grid_rows, "param_performance"))
+
+
+def _param_performance_row(r, lr_grid):
+    c = _cfg(r)
+    m = _method(c)
+    epochs = r["steps"] * c.train.batch_size / r["train_examples"]
+    return dict(
+        task=r["task"], method=r["method"], size=method_size(m), trainable=r["trainable"], percent=r["percent"],
+        metric=r["metric"], value=r["test"], train_seconds=r["train_seconds"],
+        peak_memory_mb=r["peak_memory_mb"], **run_columns(r), baseline=r["majority"], lr_grid=lr_grid,
+        family=method_line(variant(m)), label=method_label(m), validation=r["validation"],
+        bottleneck=m.bottleneck if m.has_adapters else None, n=m.n if m.projection == "phm" and m.has_adapters
+        else None, k=m.k if m.trains == "top-k" else None, epochs_run=epochs,
+        seconds_per_epoch=r["train_seconds"] / epochs, examples_per_second=r["examples_per_second"],
+        backbone=r["backbone"], **{f"latency_{k}_ms": sec * 1e3 for k, sec in r.get("latency_s", {}).items()})
+
+
+def param_performance_summary(df, task=None):
+    """One row per (task, family, method, size): means over seeds, plus `delta` = value minus full
+    fine-tuning's (a fraction; NaN when the task has no full fine-tuning run), sorted by parameters.
+    `converged` becomes the share of a setting's seeds that converged; `label` is the legend label."""
+    missing = [c for c in ("task", "method", "trainable", "value") if c not in df.columns]
+    if missing or df.empty:
+        raise ValueError(f"param_performance: the table lacks column(s) {missing} or rows; pass the table of "
+                         "data/results/<profile>/param_performance.csv (tables.param_performance)")
+    d = (df if task is None else df[df["task"].astype(str) == str(task)]).copy()
+    d["family"] = d["family"].fillna(d["method"]).astype(str) if "family" in d else d["method"].astype(str)
+    if "size" not in d.columns:
+        d["size"] = np.nan
+    d["label"] = [legend_label(f, s) for f, s in zip(d["family"], d["size"])]  # the line names the variant
+    if "converged" in d.columns:
+        d["converged"] = d["converged"].astype(float)
+    keys = ["task", "family", "method", "size", "label"]
+    numeric = [c for c in ("trainable", "percent", "value", "value_minus_full", "train_seconds", "peak_memory_mb",
+                           "epochs", "steps", "seconds_per_epoch", "baseline", "converged") if c in d.columns]
+    numeric += [c for c in d.columns if c.startswith("latency_")]
+    out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
+    spread = d.groupby(keys, dropna=False, sort=False)["value"].agg(low="min", high="max", n="count").reset_index()
+    out = out.merge(spread, on=keys, how="left")
+    full = out[out["method"] == "full"].groupby("task")["value"].mean()
+    if "value_minus_full" in out.columns and out["value_minus_full"].notna().any():
+        out["delta"] = out["value_minus_full"]
+    else:
+        out["delta"] = out["value"] - out["task"].map(full)
+    if "metric" in d.columns:
+        out["metric"] = out["task"].map(d.groupby("task")["metric"].first())
+    rank = {f: k for k, f in enumerate(LINE_RANK)}
+    out["_rank"] = out["family"].map(lambda f: rank.get(f, len(rank)))
+    return out.sort_values(["task", "_rank", "family", "trainable"]).drop(columns="_rank").reset_index(drop=True)
+
+
+# the summary's row order: Houlsby's line first (either name), then the comparison methods
+LINE_RANK = ("houlsby", "adapters", "full", "top-k", "layernorm", "bitfit", "pfeiffer", "adapter-lowrank",
+             "adapterdrop", "phm", "compacter", "compacter++")
+
+
+def param_performance_table(df):
+    """Compacter Table 3: per method, the share of parameters trained, training time per epoch and peak
+    memory, each also relative to full fine-tuning (in %; 100 = as much as full fine-tuning), and the
+    serving latency at batch 1 and 32 (latency_1_ms, latency_32_ms; latency.serving_latency). A method
+    that can be merged for serving (LoRA) gets a second row, "<label>, merged", with only its latencies.
+
+    Time per epoch comes from a `seconds_per_epoch` column (or train_seconds / `epochs`); without
+    either the table reports total training time (`train_seconds`), which compares the same way when
+    every method trains for equally many epochs. value_x100 is the test score (split column)."""
+    s = param_performance_summary(df)
+    keys = ["family", "method", "size", "label"]
+    cols = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
+                        "seconds_per_epoch") if c in s] + [c for c in s if c.startswith("latency_")]
+    t = s.groupby(keys, dropna=False, sort=False)[cols].mean().reset_index()
+    if "seconds_per_epoch" not in t.columns and "epochs" in t.columns:
+        t["seconds_per_epoch"] = t["train_seconds"] / t["epochs"]
+    time_col = "seconds_per_epoch" if "seconds_per_epoch" in t.columns else "train_seconds"
+    full = t[t["method"] == "full"]
+    out = pd.DataFrame({"method": t["label"], "family": t["family"],
+                        "trainable": t["trainable"].round().astype("Int64")})
+    if "percent" in t:
+        out["percent_trained"] = t["percent"]
+    out["value_x100"] = t["value"] * SCALE
+    if time_col in t:
+        out[time_col] = t[time_col]
+        out["time_vs_full_pct"] = (100 * t[time_col] / full[time_col].iloc[0]) if len(full) else np.nan
+    if "peak_memory_mb" in t:
+        out["peak_memory_mb"] = t["peak_memory_mb"]
+        out["memory_vs_full_pct"] = ((100 * t["peak_memory_mb"] / full["peak_memory_mb"].iloc[0]) if len(full)
+                                     else np.nan)
+    for batch in latency.SERVING_BATCHES:
+        if f"latency_{batch}_ms" in t:
+            out[f"latency_{batch}_ms"] = t[f"latency_{batch}_ms"]
+    out["split"] = SPLITS["param_performance"]
+    if "latency_merged_1_ms" in t:  # the merged rows: the same method served with its update folded in
+        can_merge = t["latency_merged_1_ms"].notna()
+        merged = pd.DataFrame({"method": t.loc[can_merge, "label"] + ", merged", "family": t.loc[can_merge, "family"],
+                               "trainable": out.loc[can_merge, "trainable"],
+                               **{f"latency_{b}_ms": t.loc[can_merge, f"latency_merged_{b}_ms"]
+                                  for b in latency.SERVING_BATCHES}, "split": out.loc[can_merge, "split"]})
+        out = pd.concat([out, merged])
+    return out.sort_values("trainable", ascending=False, kind="stable").reset_index(drop=True)
+
+
+_TABLE_VIEW = {  # column of param_performance_table -> (header, format)
+    "method": ("method", None), "trainable": ("trainable", "{:,}"), "percent_trained": ("% trained", "{:.3g}"),
+    "value_x100": ("score × 100", "{:.1f}"), "seconds_per_epoch": ("s / epoch", "{:.1f}"),
+    "train_seconds": ("train s", "{:.0f}"), "time_vs_full_pct": ("time vs. full", "{:.0f} %"),
+    "peak_memory_mb": ("peak MB", "{:,.0f}"), "memory_vs_full_pct": ("memory vs. full", "{:.0f} %"),
+    "latency_1_ms": ("latency b1 ms", "{:.1f}"), "latency_32_ms": ("latency b32 ms", "{:.0f}"),
+}
+
+
+def param_performance_table_view(table):
+    """param_performance_table(df) for reading in a notebook: short headers, formatted numbers, no index
+    (the family column is left out: the method's name says it). Returns a pandas Styler."""
+    t = table[[c for c in _TABLE_VIEW if c in table]]
+    t = t.rename(columns={c: _TABLE_VIEW[c][0] for c in t})
+    formats = {_TABLE_VIEW[c][0]: f for c, (_, f) in _TABLE_VIEW.items() if c in table and f}
+    return (t.style.format(formats, na_rep="–").hide(axis="index")
+            .set_properties(subset=["method"], **{"text-align": "left", "white-space": "nowrap"}))
+
+
+# ----------------------------------------------------------------------------- low resource
+
+def low_resource(profile=None, fresh=False, progress=True):
+    """Compacter Fig. 4: methods trained on nested seeded subsets of growing size."""
+    p = profiles_module.resolve(profile)
+    return replace(build_low_resource(p, running.run_plan(p, "low_resource", fresh, progress)), budget=budget_control(p, "low_resource"))
+
+
+def build_low_resource(profile, records):
+    """One row per (task, method, train_size, seed) at the method's rate (chosen on validation when the
+    profile gives it a grid). Columns: task, method, train_size, seed, metric, value (test metric of the
+    state that was best on the periodic validations), the RUN_COLUMNS (baseline: majority class on test),
+    then validation, label, lr_grid (the rates tried, space-separated; empty without a grid), epochs
+    (passes over the subset: epochs_run), examples_seen, evaluations (validations during training),
+    best_step (the step of the state kept), train_seconds, backbone. Subsets are nested: with the same
+    seed, the 100 examples are among the 500, and so on. grid: the grid runs with their choice."""
+    s = profiles_module.resolve(profile).low_resource
+    rows, grid_rows = [], []
+    for (task, name), runs in _group(records, lambda r: (r["task"], r["method"])).items():
+        trials = [r for r in runs if s.lr_grid.get(name) and _cfg(r).train_size == s.lr_choice_size
+                  and r["config"]["train"]["seed"] in s.choice_seeds()]
+        chosen = next(iter(planning.choose_lrs(trials).values())) if trials else runs[0]["config"]["train"]["lr"]
+        lr_grid = " ".join(dict.fromkeys(f"{r['config']['train']['lr']:g}" for r in trials))
+        grid_rows += [dict(task=task, method=name, train_size=_cfg(r).train_size, validation=r["validation"],
+                           value=r["test"], **run_columns(r), chosen=r["config"]["train"]["lr"] == chosen)
+                      for r in trials]
+        for r in runs:
+            if r["config"]["train"]["lr"] != chosen:
+                continue
+            c = _cfg(r)
+            best = max(r["curve"], key=lambda point: point["validation"])  # train keeps the first best
+            rows.append(dict(task=task, method=name, train_size=c.train_size, metric=r["metric"],
+                             value=r["test"], **run_columns(r), baseline=r["majority"], validation=r["validation"],
+                             label=method_label(_method(c)), lr_grid=lr_grid, epochs=epochs_run(r),
+                             examples_seen=round(r["examples_per_second"] * r["train_seconds"]),
+                             evaluations=len(r["curve"]), best_step=best["step"], train_seconds=r["train_seconds"],
+                             backbone=r["backbone"]))
+    frame = _frame(rows, "low_resource")
+    if len(frame):  # per task, by size, then the profile's method order, then seed: how the figure reads
+        order = {**{t: i for i, t in enumerate(dict.fromkeys(frame["task"]))},
+                 **{m: i for i, m in enumerate(s.methods)}}
+        frame = frame.sort_values(["task", "train_size", "method", "seed"], kind="stable",
+                                  key=lambda col: col.map(order) if col.name in ("task", "method") else col)
+        frame = frame.reset_index(drop=True)
+    return FamilyResult("low_resource", frame, grid=_grid_frame(grid_rows, "low_resource"))
+
+
+# ----------------------------------------------------------------------------- budget controls
+
+def budget_control(profile, family):
+    """The family's budget controls (planning.budget_controls) as they stand in the store: one row per
+    control trained, with its 1x run. Columns: family, task, method, label, entry, seed, lr, steps, steps_2x,
+    value, value_2x (test metric of each), gain (value_2x - value, paired by example on the test split),
+    gain_se, converged, converged_2x, split, budget_rule (the version of the rule that judges the rows
+    together: stats.budget_enough). Empty when the family has no controls."""
+
+    p = profiles_module.resolve(profile)
+    lookup = planning.store_lookup(running.store_of(p), p, family)
+    stage1 = [(c, lookup(c)) for c in planning.plan(p, family)]
+    chosen = planning.choose_lrs([r for _, r in stage1 if r is not None])
+    rows = []
+    for base, control in planning.budget_controls(p, family, chosen):
+        r1, r2 = lookup(base), lookup(control)
+        if r1 is None or r2 is None:
+            continue
+        if r1.get("test_correct") and r2.get("test_correct"):
+            diff = stats.by_example(r1["test_correct"], r2["test_correct"], r1["test_examples"])
+            gain, se = diff.estimate, diff.se
+        else:  # records without per-example bits (not accuracy): the gain is not measurable
+            gain, se = r2["test"] - r1["test"], math.nan
+        rows.append(dict(family=family, task=base.task, method=base.method, label=method_label(_method(base)),
+                         entry=str(planning._CONTROL_ENTRY[family](base)), seed=base.train.seed, lr=base.train.lr,
+                         steps=r1["steps"], steps_2x=r2["steps"], value=r1["test"], value_2x=r2["test"],
+                         gain=gain, gain_se=se, converged=bool(r1["converged"]), converged_2x=bool(r2["converged"]),
+                         split="test", budget_rule=stats.BUDGET_RULE_VERSION))
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- by name, and writing
+
+BUILDERS = {"layer_removal": layer_removal, "init_scale": init_scale, "param_performance": param_performance,
+            "low_resource": low_resource}
+
+
+def get(family, profile=None, fresh=False, progress=True):
+    """One family's FamilyResult by name (trains what the store lacks)."""
+    if family not in BUILDERS:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    return BUILDERS[family](profile, fresh=fresh, progress=progress)
+
+
+def write(result, profile=None):
+    """Write a FamilyResult's CSVs into data/results/<profile>/: <family>.csv, <family>_lr_grid.csv when
+    it has a grid, <family>_budget_control.csv when it has budget controls, and param_performance_table.csv
+    (the efficiency table) for param_performance.
+    Returns the paths written."""
+    folder = profiles_module.results_dir(profiles_module.resolve(profile))
+    tables = {result.family: result.table}
+    if result.family in ("param_performance", "low_resource"):
+        tables[f"{result.family}_lr_grid"] = result.grid
+    if result.family == "param_performance" and len(result.table):
+        tables["param_performance_table"] = param_performance_table(result.table)
+    if len(result.budget):
+        tables[f"{result.family}_budget_control"] = result.budget
+    return write_csvs(tables, folder)

@@ -1,0 +1,285 @@
+"""The notebooks, run headless in the smoke profile (smoke.py), and the `regenerate` command that runs them."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from adapterlab.course.regenerate import regenerate
+from smoke import (CELL_TIMEOUT, EXPECTED, NBVAL_TEST, NOTEBOOKS, RESULT_COLUMNS, ROOT, SMOKE, ids, metric_range,  # noqa: F401
+                   figure_bytes, require_notebooks, smoke_run, smoke_runner)
+
+
+# ---------------------------------------------------------------- each notebook in the smoke profile
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_notebook_runs_in_smoke_profile(notebook, smoke_run):
+    run = smoke_run(notebook)
+    assert run.status == 0, f"{notebook.name} failed in the smoke profile:\n{run.output}"
+    assert run.executed.exists() and run.executed.with_suffix(".html").exists(), run.output
+
+    expected = EXPECTED.get(notebook.stem[:2], dict(figures=True))
+    figures = run.figures
+    if expected.get("figures"):
+        assert figures, f"{notebook.name} wrote no figure to figures/{SMOKE}/ (save every figure with plots.save_figure)"
+    for figure in figures:
+        assert figure.suffix in (".png", ".svg", ".html", ".pdf"), f"unexpected figure file {figure.name}"
+        assert figure.stat().st_size > 0, f"{figure.name} is empty"
+    if "figure_name" in expected:
+        named = [f.name for f in figures if expected["figure_name"] in f.name]
+        assert named, f"no figure with {expected['figure_name']!r} in its name among {[f.name for f in figures]}"
+
+    if "csv" in expected:
+        check_result_table(run.results / expected["csv"])
+
+
+@pytest.mark.slow
+def test_03s_default_runs_are_the_teaching_plan_the_sweep_trains(smoke_run):
+    """regenerate --workers trains 03's runs beforehand from planning.plan(profile, "teaching"); the
+    notebook must then find exactly those runs (and their swap adapters), or it would train them again."""
+    from adapterlab.methods import saving
+    from adapterlab.experiments import planning
+    from adapterlab.experiments.results import config_key
+
+    run = smoke_run(next(nb for nb in NOTEBOOKS if nb.stem.startswith("03")))
+    assert run.status == 0, run.output
+    stored = [json.loads(line)["key"] for line in (run.results / "teaching.jsonl").read_text().splitlines()]
+    planned = planning.plan(SMOKE, "teaching")
+    assert sorted(stored) == sorted(config_key(planning.run_key(c, SMOKE, "teaching")) for c in planned)
+    saved = {d.name for d in (run.results / "checkpoints").iterdir() if (d / saving.ADAPTER_CONFIG).exists()}
+    assert saved == {config_key(planning.run_key(c, SMOKE, "teaching")) for c in planned
+                     if planning.keeps_adapter(SMOKE, "teaching", c)}
+
+
+REDRAW_NOTEBOOK = "05"  # reads a cached table and writes both a PNG and a plotly HTML
+
+
+@pytest.mark.slow
+def test_redrawing_from_the_cache_writes_the_same_bytes(smoke_run, tmp_path):
+    """`make figures` on a clean checkout must leave git clean: redrawing a notebook's figures from
+    the cache its fresh run made gives byte-identical files (no random plotly div id, no
+    version or time stamp in the PNG, live numbers seeded)."""
+    notebook = next(nb for nb in NOTEBOOKS if nb.stem.startswith(REDRAW_NOTEBOOK))
+    run = smoke_run(notebook)
+    assert run.status == 0, run.output
+    assert {Path(n).suffix for n in run.figure_bytes} == {".png", ".html"}, sorted(run.figure_bytes)
+    shutil.copytree(run.out / "data", tmp_path / "data")  # the cache only, not the figures
+    command = [sys.executable, "-m", "adapterlab", "regenerate", "--profile", SMOKE, "--out", str(tmp_path),
+               "--only", REDRAW_NOTEBOOK, "--timeout", str(CELL_TIMEOUT)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env.pop("ADAPTERLAB_OUT", None)
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout + done.stderr
+    redrawn = figure_bytes(tmp_path)
+    assert redrawn.keys() == run.figure_bytes.keys()
+    changed = [name for name in redrawn if redrawn[name] != run.figure_bytes[name]]
+    assert not changed, f"redrawing from the cache changed {changed}"
+
+
+def check_result_table(path):
+    assert path.exists(), f"{path.name} was not written to data/results/{SMOKE}/"
+    table = pd.read_csv(path)
+    columns = RESULT_COLUMNS[path.name]
+    missing = [c for c in columns if c not in table.columns]
+    assert not missing, f"{path.name} lacks the contract columns {missing} (has {list(table.columns)})"
+    assert len(table), f"{path.name} has no rows"
+    if "value" not in table:  # one metric, in a column of its own name
+        table = table.assign(metric=columns[-1], value=table[columns[-1]])
+    assert table["value"].notna().all(), f"{path.name} has empty values:\n{table[table['value'].isna()]}"
+    for metric, rows in table.groupby("metric"):
+        low, high = metric_range(metric)
+        bad = rows[(rows["value"] < low - 1e-9) | (rows["value"] > high + 1e-9)]
+        assert bad.empty, f"{path.name}: {metric} outside [{low}, {high}]:\n{bad}"
+    if path.name == "layer_removal.csv":  # baseline rows may leave the layers empty
+        spans = table.dropna(subset=["first_layer", "last_layer"])
+        assert (spans["first_layer"] <= spans["last_layer"]).all(), f"first_layer after last_layer:\n{spans}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=ids)
+def test_notebook_passes_nbval(notebook, smoke_run, smoke_runner):
+    """`pytest --nbval-lax NN_name.ipynb` with ADAPTERLAB_PROFILE=smoke: every cell runs (nothing
+    stored is compared). It writes into the smoke run's directory, reusing its cached results."""
+    status, output, _ = smoke_runner.nbval(notebook)
+    assert status == 0, f"nbval failed on {notebook.name}:\n{output[-8000:]}"
+    assert re.search(r"\d+ passed", output), output[-2000:]
+
+
+@pytest.mark.slow
+def test_html_export_shows_figures(smoke_run):
+    """Every executed notebook has an HTML export beside it; the exports embed the images (data
+    URIs) and never load plotly.js from a CDN."""
+    require_notebooks()
+    embedded = []
+    for notebook in NOTEBOOKS:
+        html_path = smoke_run(notebook).executed.with_suffix(".html")
+        assert html_path.exists(), f"no HTML export of {notebook.name}"
+        html = html_path.read_text(encoding="utf-8")
+        assert "<html" in html.lower()
+        assert not re.search(r"<script[^>]+src=[\"']https?://cdn\.plot\.ly", html), \
+            f"{html_path.name} loads plotly.js from the CDN"
+        if re.search(r"<img[^>]+src=\"data:image/(png|jpeg|svg\+xml)", html) or "Plotly.newPlot" in html:
+            embedded.append(html_path.name)
+    assert embedded, "no HTML export of the smoke run embeds a figure (inline PNG or plotly figure)"
+
+
+# ---------------------------------------------------------------- regenerate itself
+
+def write_notebook(path, *sources, parameters=True):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    if parameters:
+        cells[0].metadata["tags"] = ["parameters"]
+    nb.cells = cells
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def tiny_notebooks(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    write_notebook(folder / "01_boom.ipynb",
+                   "profile = 'default'\nfresh = False",
+                   "def explode():\n    raise RuntimeError('deliberate failure in cell two')\nexplode()",
+                   "print('never reached')")
+    write_notebook(folder / "02_fine.ipynb",
+                   "profile = 'default'\nfresh = False",
+                   "import os, pathlib\n"
+                   "folder = pathlib.Path(os.environ['ADAPTERLAB_OUT']) / 'data' / 'results' / profile\n"
+                   "folder.mkdir(parents=True, exist_ok=True)\n"
+                   "since = os.environ.get('ADAPTERLAB_FRESH_SINCE', '')\n"
+                   "(folder / 'fine.csv').write_text(f'profile,fresh,cwd,since\\n{profile},{fresh},{os.getcwd()},{since}\\n')")
+    return folder
+
+
+@pytest.mark.slow
+def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, tmp_path, capsys):
+    out = tmp_path / "out"
+    status = regenerate(profile=SMOKE, out=out, notebooks_dir=tiny_notebooks, fresh=True, jobs=2, progress=False)
+    printed = "\n".join(capsys.readouterr())
+    assert status != 0
+    assert "01_boom.ipynb" in printed and re.search(r"\bcell 2\b", printed), printed
+    assert "deliberate failure in cell two" in printed, printed
+    # the failed copy is kept for inspection, the other notebook ran and wrote its results
+    build = out / "build" / "notebooks" / SMOKE
+    assert (build / "01_boom.ipynb").exists() and (build / "01_boom.html").exists()
+    assert (build / "02_fine.ipynb").exists()
+    written = pd.read_csv(out / "data" / "results" / SMOKE / "fine.csv")
+    assert written.loc[0, "profile"] == SMOKE and bool(written.loc[0, "fresh"]) is True
+    assert Path(written.loc[0, "cwd"]) == tiny_notebooks  # kernels run in notebooks/
+    assert re.search(r"02_fine\s+ok", printed) and re.search(r"01_boom\s+FAILED", printed), printed
+    # the table credits files by the figure registry and the families' tables (no guessing from file times),
+    # so a file a notebook writes on its own is not listed
+    assert not re.search(r"wrote:.*fine\.csv", printed), printed
+
+
+def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_path, capsys):
+    """--fresh --workers N trains first (a sweep) and then the notebooks must not retrain it all again:
+    they get fresh=False and the store's since-time, which makes older records count as missing."""
+    import datetime
+
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    status = regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, fresh=True,
+                        workers=2, progress=False)
+    printed = capsys.readouterr().out
+    assert status == 0
+    written = pd.read_csv(tmp_path / "data" / "results" / SMOKE / "fine.csv")
+    assert bool(written.loc[0, "fresh"]) is False
+    since = datetime.datetime.fromisoformat(written.loc[0, "since"])
+    assert before <= since <= datetime.datetime.now(datetime.timezone.utc)
+    assert f"--since {written.loc[0, 'since']}" in printed  # how to resume after an interruption
+    with pytest.raises(ValueError, match="--since 'soon' is not an ISO 8601 time"):
+        regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, since="soon")
+
+
+def test_training_first_sweeps_with_its_own_workers_not_the_notebooks_jobs(tiny_notebooks, tmp_path, monkeypatch):
+    """With --jobs 2 the kernels count their runs' seconds as halves (ADAPTERLAB_WORKERS=2), but the sweep
+    that trains first sets its own workers: it must not inherit the notebooks' jobs or their threads."""
+    from adapterlab.experiments import results, sweep
+
+    seen = []
+    monkeypatch.delenv(results.WORKERS_ENV, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: seen.append(dict(os.environ)) or 130)
+    write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False", "pass")
+    status = regenerate(profile=SMOKE, only=["05", "fine"], out=tmp_path, notebooks_dir=tiny_notebooks,
+                        since="2026-01-01T00:00:00+00:00", jobs=2, progress=False)  # two notebooks: 2 jobs
+    assert status == 130
+    [env] = seen
+    assert env[results.FRESH_SINCE_ENV] == "2026-01-01T00:00:00+00:00"  # the kernels' store and since time
+    assert results.WORKERS_ENV not in env and "OMP_NUM_THREADS" not in env
+
+
+def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebooks, tmp_path, monkeypatch, capsys):
+    """An interrupted (or failed) sweep must not hand its runs to the notebooks, which would train them one
+    by one: regenerate stops with the sweep's status and says how to resume."""
+    from adapterlab.experiments import sweep
+
+    write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False",
+                   "raise RuntimeError('this notebook must not run')")
+    calls = []
+    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: calls.append((profile, kw)) or 130)
+    status = regenerate(profile=SMOKE, only="05", out=tmp_path, notebooks_dir=tiny_notebooks, fresh=True, workers=2,
+                        progress=False)
+    assert status == 130
+    assert calls == [(SMOKE, dict(only=["init_scale"], max_parallel=2, progress=False))]
+    assert not (tmp_path / "build" / "notebooks" / SMOKE / "05_init_scale.ipynb").exists()
+    assert "rerun with --since" in capsys.readouterr().err
+
+
+def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
+    status = regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "02_fine.ipynb" in printed and "01_boom" not in printed
+    assert "profile='smoke'" in printed and "fresh=False" in printed
+    assert not (tmp_path / "build").exists(), "a dry run must not run or write anything"
+    assert "ADAPTERLAB_WORKERS" not in printed, "one notebook at a time: its runs are timed alone"
+    regenerate(profile=SMOKE, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True, jobs=2)
+    # two notebooks side by side: their records must count half their seconds in from-scratch times
+    assert "ADAPTERLAB_WORKERS=2" in capsys.readouterr().out
+    for only in ("2", "02", "02_fine", "02_fine.ipynb", ["fine"]):
+        regenerate(profile=SMOKE, only=only, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
+        assert "02_fine.ipynb" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"no notebook '09'.*01_boom, 02_fine"):
+        regenerate(profile=SMOKE, only="09", notebooks_dir=tiny_notebooks, dry_run=True)
+    with pytest.raises(ValueError, match="unknown profile"):
+        regenerate(profile="huge", notebooks_dir=tiny_notebooks, dry_run=True)
+
+
+def test_command_line_rejects_unknown_notebook(capsys):
+    from adapterlab.__main__ import main
+
+    require_notebooks()
+    assert main(["regenerate", "--profile", SMOKE, "--only", "99_nope", "--dry-run"]) == 2
+    error = capsys.readouterr().err
+    assert "99_nope" in error and NOTEBOOKS[0].stem in error
+
+
+def test_paper_profile_needs_a_gpu_unless_dry_run(tiny_notebooks, capsys, monkeypatch):
+    import adapterlab.course.regenerate as module
+
+    monkeypatch.setattr(module, "_cuda_available", lambda: False)
+    assert regenerate(profile="paper", notebooks_dir=tiny_notebooks) == 2
+    error = capsys.readouterr().err
+    assert "GPU" in error and "--dry-run" in error
+
+
+def test_paper_dry_run_lists_planned_runs(capsys):
+    require_notebooks()
+    assert regenerate(profile="paper", dry_run=True) == 0
+    printed = capsys.readouterr().out
+    match = re.search(r"planned training runs: ([\d,]+)", printed)
+    assert match, printed
+    assert int(match.group(1).replace(",", "")) > 0
+    for notebook in NOTEBOOKS:
+        assert notebook.name in printed

@@ -1,0 +1,192 @@
+"""adapterlab.experiments.stats on textbook cases with known answers, and on the committed default tables."""
+import math
+
+import numpy as np
+import pytest
+
+from adapterlab.experiments import stats
+from adapterlab.report import findings
+from adapterlab.training import train
+
+# Student (1908) / Cushny & Peebles: extra hours of sleep of 10 patients under two drugs (R's `sleep`)
+DRUG_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+DRUG_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+
+
+def test_paired_t_interval_of_students_sleep_data():
+    d = stats.paired(DRUG_2, DRUG_1)
+    assert d.estimate == pytest.approx(1.58)
+    assert d.se == pytest.approx(1.2299955 / math.sqrt(10))  # sd of the 10 differences
+    assert d.df == 9
+    # R: t.test(extra ~ group, data = sleep, paired = TRUE): t = 4.0621, 95% CI 0.7001142 to 2.4598858
+    assert d.estimate / d.se == pytest.approx(4.0621, abs=1e-4)
+    assert d.ci() == pytest.approx((0.7001142, 2.4598858), abs=1e-6)
+
+
+def test_welch_interval_of_the_same_data_unpaired():
+    d = stats.welch(DRUG_2, DRUG_1)
+    # R: t.test(extra ~ group, data = sleep): t = 1.8608 (sign by order), df = 17.776, CI -0.2054832 to 3.3654832
+    assert d.df == pytest.approx(17.776, abs=1e-3)
+    assert d.estimate / d.se == pytest.approx(1.8608, abs=1e-4)
+    assert d.ci() == pytest.approx((-0.2054832, 3.3654832), abs=1e-6)
+    assert stats.paired(DRUG_2, DRUG_1).se < d.se  # the patients' own noise cancels only when paired
+
+
+def test_against_an_exact_value_is_the_one_sample_interval():
+    d = stats.welch(DRUG_2, 0.0)
+    assert d.estimate == pytest.approx(2.33) and d.df == 9
+    assert d.se == pytest.approx(np.std(DRUG_2, ddof=1) / math.sqrt(10))
+
+
+def test_no_noise_estimate_from_one_pair_or_from_identical_differences():
+    assert not stats.paired([0.8], [0.7]).known
+    same = stats.paired([0.812, 0.832], [0.804, 0.824])  # both seeds +0.8: no spread, not zero noise
+    assert same.estimate == pytest.approx(0.008) and not same.known
+    assert str(stats.verdict(same, ">", "")) == "inconclusive (no noise estimate)"
+    with pytest.raises(ValueError, match="align them by seed"):
+        stats.paired([0.8, 0.7], [0.7])
+
+
+def test_tost_p_value_by_hand_and_at_the_boundary():
+    # normal case worked by hand: estimate 0.3, SE 0.5 points, margin 1.5: z = (0.3 - 1.5) / 0.5 = -2.4 and
+    # (0.3 + 1.5) / 0.5 = 3.6; p = max(Phi(-2.4), 1 - Phi(3.6)) = Phi(-2.4) = 0.0082 (normal table)
+    d = stats.Difference(0.003, 0.005, math.inf, 1000, "by hand")
+    assert stats.tost(d) == pytest.approx(0.0082, abs=5e-5)
+    assert stats.equivalent(d)
+    # the 90% interval touching the margin is exactly the 5% boundary of the TOST
+    t95 = 2.919986  # t_{0.95, 2}
+    edge = stats.Difference(0.015 - t95 * 0.004, 0.004, 2, 3, "by hand")
+    assert stats.tost(edge) == pytest.approx(0.05, abs=1e-6)
+    assert edge.ci(0.90)[1] == pytest.approx(0.015)
+    wide = stats.Difference(0.0, 0.01, 2, 3, "by hand")  # centred on zero, but 90% CI +-2.9 points
+    assert not stats.equivalent(wide) and stats.tost(wide) > 0.05
+
+
+def test_detectable_difference_is_the_power_formula():
+    # normal: (z_0.975 + z_0.80) x SE = (1.95996 + 0.84162) x SE, the classic "2.8 SE"
+    assert stats.detectable(stats.Difference(0.0, 0.01, math.inf, 1000, "")) == pytest.approx(0.0280158, abs=1e-6)
+    # three seeds: (t_{0.975,2} + t_{0.80,2}) x SE = (4.302653 + 1.060660) x SE
+    assert stats.detectable(stats.Difference(0.0, 0.01, 2, 3, "")) == pytest.approx(0.0536331, abs=1e-6)
+
+
+@pytest.mark.parametrize("estimate,se,claim,label", [
+    (0.03, 0.005, ">", "reproduced"),  # 95% CI (2.0, 4.0) points: above zero
+    (-0.03, 0.005, ">", "reversed"),
+    (0.002, 0.004, ">", "not reproduced"),  # one-sided 95% bound 0.2 + 1.645 x 0.4 = 0.86 < 1.5 points
+    (0.01, 0.02, ">", "inconclusive"),
+    (-0.03, 0.005, "<", "reproduced"),
+    (0.002, 0.004, "==", "reproduced"),  # 90% CI (-0.46, 0.86) inside +-1.5
+    (0.04, 0.005, "==", "not reproduced"),  # 95% CI (3.0, 5.0): beyond the margin
+    (0.01, 0.004, "==", "inconclusive"),  # 90% CI (0.34, 1.66) crosses the margin
+])
+def test_verdicts(estimate, se, claim, label):
+    v = stats.verdict(stats.Difference(estimate, se, math.inf, 1000, "by hand"), claim, "paper: 1.0")
+    assert v.label == label and v.paper == "paper: 1.0"
+    assert ("could detect only ≥" in str(v)) == (label == "inconclusive")
+
+
+def test_verdict_text_carries_the_interval_and_the_papers_number():
+    v = stats.verdict(stats.paired([0.80, 0.79, 0.81], [0.83, 0.82, 0.835]), ">", "+2 points (Fig. 4)")
+    assert v.label == "reversed"
+    assert v.text().startswith("**reversed**: here -2.8 [") and v.text().endswith("paper: +2 points (Fig. 4)")
+    assert "95% CI, paired by seed, n=3" in v.text()
+    with pytest.raises(ValueError, match="unknown claim"):
+        stats.verdict(v.diff, "=", "")
+
+
+def test_all_of_needs_every_part():
+    yes = stats.verdict(stats.Difference(0.0, 0.002, math.inf, 1, ""), "==", "")
+    open_ = stats.verdict(stats.Difference(0.0, 0.02, math.inf, 1, ""), "==", "")
+    no = stats.verdict(stats.Difference(0.05, 0.002, math.inf, 1, ""), "==", "")
+    assert stats.all_of([yes, yes], "p").label == "reproduced"
+    assert stats.all_of([yes, open_], "p").label == "inconclusive"
+    assert stats.all_of([open_, no, yes], "p").label == "not reproduced"
+    assert stats.all_of([yes], "the paper").paper == "the paper"
+
+
+def test_anova_by_hand():
+    # means 2 and 5, grand 3.5: between SS 13.5 (df 1), within SS 4 (df 4): F = 13.5 / 1 = 13.5
+    f, p = stats.anova([[1, 2, 3], [4, 5, 6]])
+    assert f == pytest.approx(13.5) and p == pytest.approx(0.02131, abs=1e-4)
+    with pytest.raises(ValueError, match="several seeds"):
+        stats.anova([[1], [2]])
+
+
+def test_paired_difference_counts_only_the_examples_two_classifiers_disagree_on():
+    a, b = [1, 1, 0, 0, 1, 0, 1, 1, 1], [1, 0, 1, 1, 1, 0, 1, 1, 1]  # 9 examples: not a whole byte
+    d, se = stats.paired_difference(train.correct_bits(a), train.correct_bits(b), len(a))
+    assert d == pytest.approx(np.mean(b) - np.mean(a))  # 8/9 - 6/9
+    diffs = np.array(b) - np.array(a)  # +1 twice, -1 once: the standard error of their mean
+    assert se == pytest.approx(diffs.std(ddof=1) / np.sqrt(len(a)))
+    assert stats.paired_difference(train.correct_bits(a), train.correct_bits(a), len(a)) == (0.0, 0.0)
+
+
+# ----------------------------------------------------------------------------- on the committed tables
+
+def committed(family):
+    df = findings.load("default", family)
+    if df is None:
+        pytest.skip("no committed default results")
+    return df
+
+
+# The audit's case (issue 27): protocol 2's 07 runs at 100 examples, test accuracy per seed 0, 1, 2 (read off
+# the committed low_resource.csv before protocol 3 replaced it)
+AUDIT_CPP, AUDIT_FULL = [0.698, 0.680, 0.728], [0.734, 0.720, 0.746]
+
+
+def test_the_audits_100_example_comparison_paired_by_seed_is_a_reversal_unpaired_is_not():
+    paired = stats.paired(AUDIT_CPP, AUDIT_FULL)
+    assert paired.estimate == pytest.approx(-0.03133, abs=1e-5)
+    assert 2 * paired.se == pytest.approx(0.0135, abs=1e-4)  # -3.1 +- 1.4 (2 SE)
+    unpaired = stats.welch(AUDIT_CPP, AUDIT_FULL)
+    assert 2 * unpaired.se == pytest.approx(0.0318, abs=1e-4)  # the +-3.2 the old reading printed
+    assert stats.verdict(paired, ">", "").label == "reversed"  # negative on every seed
+    assert stats.verdict(unpaired, ">", "").label == "not reproduced"  # unpaired, the reversal goes unseen
+
+
+def test_the_committed_low_resource_claims_are_paired_by_seed():
+    df = committed("low_resource")
+    claims = findings.claims("low_resource", df)
+    assert claims, "the committed 07 table gives no Compacter++-against-full claim"
+    for title, verdict in claims:
+        size = int(title.split(" at ")[1].split()[0].replace(",", ""))
+        g = df[df["train_size"] == size]
+        expected = stats.paired(*(g[g["method"] == m].set_index("seed")["value"].sort_index() for m in
+                                  ("compacter++", "full")))
+        assert verdict.diff.how == "paired by seed" and verdict.diff.n == g["seed"].nunique()
+        assert verdict.diff.estimate == pytest.approx(expected.estimate, abs=1e-12)
+
+
+def test_the_committed_param_performance_anova_is_the_one_the_reading_prints():
+    df = committed("param_performance")
+    f, p = stats.anova([g["value"] for _, g in df.groupby("label", sort=False)])
+    text = "\n".join(findings.param_performance(df))
+    assert f"F = {f:.2f}, p = {p:.2f}" in text
+
+
+def test_a_gain_is_small_only_when_its_upper_bound_is_below_the_margin():
+    assert stats.gain_below_margin(0.0, 0.006)  # 0 + 1.645 x 0.6 = 1.0 < 1.5 points
+    assert not stats.gain_below_margin(0.012, 0.006)  # 1.2 + 1.0 = 2.2
+    assert not stats.gain_below_margin(0.0, float("nan")) and not stats.gain_below_margin(None, None)  # unmeasured
+    assert stats.gain_above_margin(0.030, 0.006) and not stats.gain_above_margin(0.020, 0.006)  # 3.0-1.0, 2.0-1.0
+
+
+def test_the_budget_rule_pools_the_controls_and_still_catches_one_far_from_done():
+    # the mean of 4 gains, SE sqrt(4 x 0.7^2) / 4 = 0.35 points
+    d = stats.pooled_gain([0.005] * 4, [0.007] * 4)
+    assert d.estimate == pytest.approx(0.005) and d.se == pytest.approx(0.0035) and d.n == 4
+    assert not stats.gain_below_margin(0.005, 0.007)  # one control alone: 0.5 + 1.15 = 1.65 points
+    assert stats.budget_enough([0.005] * 4, [0.007] * 4)  # together: 0.5 + 0.58 = 1.08 < 1.5
+    assert stats.budget_enough([0.0], [0.006]) == stats.gain_below_margin(0.0, 0.006)  # one control: version 1's test
+    assert not stats.budget_enough([0.030, -0.01, -0.01, -0.01], [0.006] * 4)  # mean 0, one at 3.0 +- 0.6
+    assert not stats.budget_enough([0.0, 0.0], [0.006, float("nan")])  # unmeasured: never enough
+    with pytest.raises(ValueError, match="one SE per gain"):
+        stats.pooled_gain([0.0, 0.0], [0.006])
+
+
+def test_a_paired_by_example_difference():
+    a, b = [1] * 80 + [0] * 20, [1] * 78 + [0] * 2 + [1] * 4 + [0] * 16  # b: 2 lost, 4 gained of 100
+    d = stats.by_example(train.correct_bits(a), train.correct_bits(b), 100)
+    assert d.estimate == pytest.approx(0.02) and d.se == stats.paired_difference(
+        train.correct_bits(a), train.correct_bits(b), 100)[1] and d.how == "paired by example on 100"

@@ -1,0 +1,249 @@
+"""The online setting (adapterlab.experiments.stream) on the tiny random BERT: a small stream of three tweet domains in two
+orders, one seed, a few steps per task (~15 s). What it proves: exact recall (predictions, base and file hashes),
+the work shared between learners, resuming, the storage bill from the files, forgetting with its paired noise,
+the sweep's worker path, and a clear error for each bad input."""
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # before any Hugging Face import: the hub is never needed here
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from adapterlab.experiments import stream
+from adapterlab.report import stream as stream_report
+from adapterlab.training.backbones import load_backbone
+from adapterlab.methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter
+from adapterlab.experiments.results import ResultStore
+
+ORDERS = (("airline", "tweets/deflategate", "tweets/apple"), ("airline", "tweets/apple", "tweets/deflategate"))
+SMALL = replace(stream.STREAM_SETTINGS["smoke"], orders=ORDERS, seeds=(0,), train=dict(max_steps=4, eval_every=2),
+                swap_repeats=3, load_repeats=2)
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    """A smoke result store of its own (ADAPTERLAB_OUT), with the small stream's settings."""
+    with pytest.MonkeyPatch.context() as mp:
+        folder = tmp_path_factory.mktemp("stream")
+        mp.setenv("ADAPTERLAB_OUT", str(folder))
+        mp.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+        executed = []
+        original = stream.execute
+        mp.setattr(stream, "execute", lambda step, *a, **k: executed.append(step.id) or original(step, *a, **k))
+        # interrupted: only the first three steps ran
+        store = ResultStore(folder / "data" / "results" / "smoke")
+        for step in stream.missing("smoke", store)[:3]:
+            store.put(step.key, original(step, "smoke"), stream.FAMILY)
+        first = len(stream.steps("smoke"))
+        result = stream.run_stream("smoke", progress=False)  # resumes
+        yield dict(folder=folder, result=result, executed=executed, store=store, total=first)
+
+
+def test_an_interrupted_stream_resumes_without_redoing_steps(out):
+    assert len(out["executed"]) == len(set(out["executed"])) == out["total"] - 3
+    assert stream.missing("smoke", out["store"]) == []
+    again = stream.run_stream("smoke", progress=False)  # everything stored: nothing runs
+    assert len(out["executed"]) == out["total"] - 3 and again.records == out["result"].records
+
+
+def test_shared_work_runs_once(monkeypatch):
+    monkeypatch.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+    s = SMALL
+    all_steps = stream.steps("smoke")
+    kinds = [st.kind for st in all_steps]
+    # 3 tasks alone (copies; airline's is also the sequential learner after task 1) + 2 orders x 2 later arrivals
+    assert kinds.count("sequential") == 3 + 2 * 2
+    assert kinds.count("adapter") == 3  # one per task and seed, whatever the order
+    assert kinds.count("recall") == 2 and kinds.count("serving") == 1
+    first = [stream.sequential_step(s, order[:1], 0) for order in s.orders]
+    assert first[0].id == first[1].id  # the orders share their first arrival ...
+    assert stream.sequential_step(s, ("airline",), 0).id in {st.id for st in all_steps}  # ... which is the copy
+
+
+def test_exact_recall(out):
+    result = out["result"]
+    checks = stream_report.recall_checks(result)
+    assert len(checks) == 2 and checks.drop(columns=["order", "seed"]).to_numpy().all()
+    # independently of the records: a fresh base with each adapter file loaded predicts what training recorded,
+    # and the file on disk is the one that was hashed right after saving it
+    model, tokenizer = load_backbone(SMALL.backbone, num_labels=3)
+    evaluate = stream.Evaluator(SMALL, tokenizer, SMALL.tasks, 0)
+    for task in SMALL.tasks:
+        step = stream.adapter_step(SMALL, task, 0)
+        record = result.record(step)
+        folder = stream.files_dir("smoke", step)
+        assert stream.sha256_file(folder / ADAPTER_WEIGHTS) == record["adapter_sha256"][ADAPTER_WEIGHTS]
+        load_adapter(model, folder)
+        assert stream.frozen_sha256(model) == record["base_sha256_before"] == record["base_sha256_after"]
+        test = evaluate(model, task)
+        assert test["classes"] == record["test"]["classes"] and test["correct"] == record["test"]["correct"]
+
+
+def test_adapters_rows_are_constant_and_sequential_rows_are_measured(out):
+    result = out["result"]
+    for order in SMALL.orders:
+        m = result.matrix("adapters", order).to_numpy()
+        for i in range(len(order)):
+            assert np.all(m[i, i:] == m[i, i])  # the same examples, bit-identical predictions: equal scores
+        assert np.isnan(m[np.tril_indices(len(order), -1)]).all()
+        copies = result.matrix("copies", order).to_numpy()
+        assert all(np.all(copies[i, i:] == copies[i, i]) for i in range(len(order)))
+    frame = stream_report.forgetting(result, "adapters", 0)
+    assert (frame["drop"] == 0).all() and (frame["se"] == 0).all() and not frame["beyond_noise"].any()
+
+
+def test_forgetting_is_the_diagonal_minus_the_last_column():
+    m = np.array([[0.8, 0.7, 0.6], [np.nan, 0.9, 0.95], [np.nan, np.nan, 0.5]])
+    assert np.allclose(stream_report.forgetting_from_matrix(m)[:2], [0.2, -0.05]) and np.isnan(stream_report.forgetting_from_matrix(m)[2])
+
+
+def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
+    result = out["result"]
+    frame = stream_report.forgetting(result, "sequential", 0)
+    m = result.matrix("sequential", SMALL.orders[0]).to_numpy()
+    assert np.allclose(frame["drop"], stream_report.forgetting_from_matrix(m)[:-1])  # one seed: the same numbers
+    n = result.record(stream.sequential_step(SMALL, ("airline",), 0))["tests"]["airline"]["examples"]
+    # the SE of a paired difference of n bits is at most sqrt(1 / (n - 1)) (all examples disagreeing)
+    assert ((frame["se"] >= 0) & (frame["se"] <= np.sqrt(1 / (n - 1)))).all()
+    # beyond the noise: the normal 95% interval of the paired difference lies above zero
+    assert (frame["beyond_noise"] == ((frame["se"] > 0) & (frame["drop"] - 1.959964 * frame["se"] > 0))).all()
+    diff = stream_report.mean_forgetting(frame)  # one seed: the per-example SEs combined
+    assert diff.estimate == pytest.approx(frame["drop"].mean())
+    assert diff.se == pytest.approx(np.sqrt((frame["se"] ** 2).sum()) / len(frame))
+
+
+def test_storage_bill_is_measured_from_the_files(out):
+    result = out["result"]
+    bill = stream_report.storage_bill(result).set_index(["learner", "tasks"])["bytes"]
+    adapters = [result.record(stream.adapter_step(SMALL, t, 0)) for t in SMALL.orders[0]]
+    for t, record in zip(SMALL.orders[0], adapters):
+        folder = stream.files_dir("smoke", stream.adapter_step(SMALL, t, 0))
+        assert record["adapter_bytes"] == sum((folder / f).stat().st_size for f in (ADAPTER_WEIGHTS, ADAPTER_CONFIG))
+    base = result._recall(SMALL.orders[0], 0)["base_bytes"]
+    copies = [result.record(stream.sequential_step(SMALL, (t,), 0))["model_bytes"] for t in SMALL.orders[0]]
+    for n in (1, 2, 3):
+        assert bill[("adapters", n)] == base + sum(a["adapter_bytes"] for a in adapters[:n])
+        assert bill[("copies", n)] == sum(copies[:n])
+    # per task the adapters add an adapter file, the copies a whole model
+    assert bill[("adapters", 3)] - bill[("adapters", 2)] < bill[("copies", 3)] - bill[("copies", 2)]
+
+
+def test_serving_times_both_switches(out):
+    serve = stream_report.serving(out["result"])
+    assert len(serve["swap_seconds"]) == 3 and len(serve["load_seconds"]) == 2
+    assert serve["swap_median"] > 0 and serve["load_median"] > 0 and serve["machine"]
+
+
+def test_every_step_records_its_seconds_for_the_from_scratch_sum(out):
+    """The serving step once lacked run_seconds, and findings' from-scratch sum over notebook 08 then failed
+    (a KeyError when the README's findings were written): every kind of step must say what it cost."""
+    from adapterlab.report import findings
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
+        records = findings.stored_runs("smoke", "stream")
+        assert {r["step"] for r in records} == {"sequential", "adapter", "recall", "serving"}
+        assert all(r["run_seconds"] > 0 for r in records)
+        seconds, runs, what = findings.from_scratch("smoke", "stream")
+        assert runs == len(stream.steps("smoke")) and what == "whole runs"
+        assert seconds == pytest.approx(sum(r["run_seconds"] / r.get("workers", 1) for r in records))
+
+
+def test_the_sweep_worker_path_gives_the_same_record(out, tmp_path):
+    step = stream.adapter_step(SMALL, "tweets/apple", 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
+        result = stream.run_step(stream.worker_spec(step, "smoke"))
+        stored = out["result"].record(step)
+        assert result["record"]["test"] == stored["test"]
+        assert result["record"]["adapter_sha256"] == stored["adapter_sha256"]
+        assert set(result["files"]) == {ADAPTER_WEIGHTS, ADAPTER_CONFIG}
+        recall = stream.recall_step(SMALL, SMALL.orders[0], 0, {t: out["result"].record(
+            stream.adapter_step(SMALL, t, 0))["adapter_sha256"][ADAPTER_WEIGHTS] for t in SMALL.orders[0]})
+        spec = stream.worker_spec(recall, "smoke")  # reads the adapters' bytes: no shared disk needed
+        assert stream.run_step(spec)["record"]["tests"] == out["result"].record(recall)["tests"]
+
+
+def test_prune_removes_finished_model_files_but_keeps_adapters(out):
+    folder = out["folder"] / "data" / "results" / "smoke" / "stream_files"
+    assert not list(folder.glob(f"*/{stream.MODEL_FILE}"))
+    assert len(list(folder.glob(f"*/{ADAPTER_WEIGHTS}"))) == 3
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_a_missing_head_names_the_fix():
+    model, _ = load_backbone("tiny", num_labels=3)
+    heads = stream.Heads(model)
+    heads.keep("airline")
+    with pytest.raises(ValueError, match=r"no head for task 'tweets/apple'.*trained on \['airline'\].*Train it"):
+        heads.use("tweets/apple")
+
+
+def test_an_adapter_on_another_base_is_refused(out):
+    folder = stream.files_dir("smoke", stream.adapter_step(SMALL, "airline", 0))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
+        other, _ = load_backbone("tiny-t5")
+        with pytest.raises(ValueError, match="different base model.*Load it into the base model it was trained on"):
+            load_adapter(other, folder)
+
+
+def test_unknown_domains_and_bad_orders_are_refused():
+    with pytest.raises(ValueError, match="unknown tweet domain 'tweets/skiing'.*tweets/apple"):
+        stream.check_settings(replace(SMALL, orders=(("airline", "tweets/skiing"),)))
+    with pytest.raises(ValueError, match="must start with the same task"):
+        stream.check_settings(replace(SMALL, orders=(("airline", "tweets/apple"), ("tweets/apple", "airline"))))
+
+
+def test_a_sequential_step_without_its_predecessor_names_it(tmp_path):
+    step = stream.sequential_step(SMALL, ("airline", "tweets/apple"), 0)
+    with pytest.raises(ValueError, match="needs the weights after airline; run that step first"):
+        stream.run_sequential(step.key, previous=tmp_path, out=tmp_path / "out")
+
+
+def test_reading_an_empty_store_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    monkeypatch.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+    with pytest.raises(ValueError, match=r"lacks \d+ step\(s\).*run_stream\('smoke'\)"):
+        stream.load("smoke")
+
+
+def test_the_sequential_model_file_round_trips(tmp_path):
+    torch.manual_seed(0)
+    model, _ = load_backbone("tiny", num_labels=3)
+    heads = stream.Heads(model)
+    heads.keep("tweets/apple")
+    stream.save_model(model, heads, tmp_path / stream.MODEL_FILE)
+    fresh, _ = load_backbone("tiny", num_labels=3)
+    with torch.no_grad():
+        for p in fresh.parameters():
+            p.add_(1.0)
+    again = stream.Heads(fresh)
+    stream.load_model(fresh, again, tmp_path / stream.MODEL_FILE)
+    again.use("tweets/apple")
+    for (n, a), (_, b) in zip(model.named_parameters(), fresh.named_parameters()):
+        assert torch.equal(a, b), n
+
+
+def test_the_adapters_accuracy_gap_is_paired_and_read_out(out):
+    """The reading's adapters-minus-copies gap is the difference of the two learners' final columns (mean over
+    tasks), and the reading says how many adapter runs were still at their best at the last evaluation."""
+    result = out["result"]
+    order = SMALL.orders[0]
+    gap, rising, trained, collapsed = stream_report.adapter_gap(result)
+    final = {learner: result.matrix(learner, order).iloc[:, -1].mean() for learner in ("adapters", "copies")}
+    assert gap.estimate == pytest.approx(final["adapters"] - final["copies"], abs=1e-12)  # same numbers, averaged
+    assert gap.n == len(SMALL.seeds) and not gap.known  # one seed: no interval, and the reading says so
+    assert trained == len(SMALL.tasks) * len(SMALL.seeds) and 0 <= rising <= trained
+    line = next(l for l in stream_report.readings(result) if "What the adapters cost in accuracy" in l)
+    assert f"{100 * gap.estimate:+.1f} points (no noise estimate)" in line and f"{rising} of {trained}" in line
+    # a run that answers one class for every test tweet has collapsed whatever the threshold (classes: hex bytes)
+    one_class = [(t, sd) for t in SMALL.tasks for sd in SMALL.seeds
+                 if len(set(bytes.fromhex(result.record(stream.adapter_step(SMALL, t, sd))["test"]["classes"]))) == 1]
+    assert set(one_class) <= set(collapsed)
+    assert (f"{len(collapsed)} adapter run(s) collapsed" in line) == bool(collapsed)
