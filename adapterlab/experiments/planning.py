@@ -283,7 +283,7 @@ def keeps_adapter(profile, family, config):
 
 
 # ----------------------------------------------------------------------------- budget controls
-# Issue 27's budget control: a few of a family's runs (its settings' `budget_control` entries, first seed,
+# The budget control: a few of a family's runs (its settings' `budget_control` entries, first seed,
 # at the chosen rate) trained again with budget_factor x the steps and the same number of validations.
 # If the conclusion drawn at 1x also holds at 2x (findings.budget_control: the paired test gain of the
 # longer run stays below stats.MARGIN), the family's budget was enough; if not, the budget goes up.

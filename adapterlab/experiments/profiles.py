@@ -218,34 +218,22 @@ PROFILES = {
         method_lr={"full": 2e-4, "top-k": 2e-4, "compacter": 3e-3, "compacter++": 3e-3},
         train_size=2000,
         max_length=64,
-        # Protocol 3 (issue 27, fixed before its runs): every run validates and tests on the WHOLE splits
-        # (1,442 / 1,443 tweets). Why: convergence rule 3 (train.py) asks that a run's last-third gain be
-        # shown below 1.5 points (gain + 1.645 paired SE); on 500 tweets that SE is ~1.3 points, so no run
-        # could ever pass, on 1,442 it is ~0.7. A whole test split also halves the SE of every score.
+        # every run validates and tests on the WHOLE splits (1,442 / 1,443 tweets): the convergence rule
+        # (rules.py) asks that a run's last-third gain be shown below 1.5 points (gain + 1.645 paired SE); on
+        # 500 tweets that SE is ~1.3 points, so no run could ever pass, on 1,442 it is ~0.7. A whole test split
+        # also halves the SE of every score. How the protocol got here: docs/protocol.md
         eval_size=None,
-        # notebook 03 is the lesson's own runs (one per method, no claim rests on them alone). It first kept
-        # protocol 2's 500 validation/test tweets and its stored runs; once every other family was complete
-        # (session 13) it was retrained on the whole splits too, so every default record carries a rule version
-        # and its comparisons have the SE of 1,443 tweets, not 500 (issue 27)
+        # notebook 03 is the lesson's own runs (one per method): they teach, no claim rests on them
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
                       second_task="synthetic"),
-        # one well-trained model; the heatmap is scored on the validation split. 480 steps validated every 80.
-        # Budget history: at 160 steps the validation curve (0.726/0.804/0.833/0.827) had not yet shown a
-        # plateau; protocol 3 first trained 240 steps (converged under rule 3, test 0.818), but its budget control
-        # at 480 steps gained +0.5 +- 1.4 points (2 SE, paired by example on the test split), not shown below
-        # 1.5 (budget rule, stats.budget_enough), so the budget was doubled as the rule prescribes; the 240-step
-        # records stay in the store, outside the plan. Budget control: the same run at 960 steps
+        # one well-trained model; the heatmap is scored on the validation split. 480 steps validated every 80
+        # (240 did not pass its budget control: docs/protocol.md). Budget control: the same run at 960 steps
         layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=480, eval_every=80),
                            budget_control=("airline",)),
-        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 360 steps validated every 60. Protocol 3 trains
-        # at lr 1e-3, the rate notebook 06 chose on validation for this very configuration (Houlsby m=64 at the
-        # preset std 1e-2): its validation 0.844 at 1e-3, while at 3e-3 the same run stayed at the majority class
-        # -- and the previous protocol's 3e-3 collapsed 2 of 6 runs at std 1e-3..1e-2 (issue 27's confound).
-        # Budget history: protocol 3 first trained 180 steps; 18 of its 24 runs were not converged under rule 3
-        # (the small stds start slower: at 1e-7..1e-4 the curves still rose ~1 point over the last third), and
-        # its budget control failed budget rule 2 (std 1e-4, seed 0: 79.2 at 180 steps, 82.1 at 360, +2.9 +- 1.4
-        # points, shown above the margin), so the budget was doubled as the rule prescribes; the 180-step records
-        # stay in the store, outside the plan. Budget control: std 1e-2 (the preset) and 1e-4 at 720 steps
+        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 360 steps validated every 60 (the small stds
+        # start slower; 180 steps left most runs unconverged: docs/protocol.md). lr 1e-3: the rate notebook 06
+        # chooses on validation for this very configuration (Houlsby m=64 at the preset std 1e-2), so the sweep
+        # varies the std and nothing else. Budget control: std 1e-2 (the preset) and 1e-4 at 720 steps
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
                         method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),
                         budget_control=(1e-2, 1e-4)),
@@ -258,22 +246,15 @@ PROFILES = {
         # class at 1e-3; Compacter 0.78 at 1e-2, 0.67 at 3e-3 with the old PHM init -- with the authors' init 3e-3
         # did best, see method_lr above, and both are in its grid); BitFit stayed at the majority class at 1e-2 with
         # a loss above the class entropy (too large a step), so its grid goes down to 1e-3.
-        # Protocol 3 adds Compacter's other baselines (issue 24) at the authors' settings: Prompt Tuning-R and -T
+        # Compacter's other baselines at the authors' settings: Prompt Tuning-R and -T
         # with 100 prompt tokens and Intrinsic-SAID with d' = 1,400 (Compacter 5.5; the authors' configs train both
         # at 3e-2, so their grids bracket it), LoRA (r = 8 on query and value, PEFT's defaults; an adapter's grid)
         # and the head-only probe (Houlsby's feature-based baseline; LayerNorm's grid).
-        # Grid history: Intrinsic-SAID's grid first held (3e-2, 1e-1) only. Both seed-0 trials sat at the majority
-        # class from the first validation on (step 60; training loss 0.925 and 0.934 against the class entropy
-        # 0.936), while the head alone (head-only) reaches 0.68 by step 60: at these rates the subspace step wrecks
-        # the body's features during warmup, so neither rate says anything about the method. The grid was extended
-        # downward (3e-3, 1e-2) before any seed at a chosen rate was trained, and the choice is made on all four.
-        # Budget history: protocols 2 and 3 first trained 180 steps (~3 epochs). Under rule 3 that is too short:
-        # protocol 3's first three 06 runs (Houlsby m=2 at 3e-3 and 1e-2, m=8 at 3e-3) were not converged, 05's
-        # Houlsby m=64 at 1e-3 left 18 of 24 runs unconverged at 180 steps and failed its budget control, and
-        # protocol 2's 06 runs still rose in their last third (issue 27's audit: LayerNorm ... 81.8 -> 82.8 ->
-        # 83.6). So 06 trains 360 steps, decided before any 06 run at 360 existed (issue 27: convergence comes
-        # before the budget); the 180-step records stay in the store, outside the plan.
-        # Budget control: Houlsby m=64, Compacter++, full fine-tuning and LayerNorm at 720 steps.
+        # Intrinsic-SAID's grid reaches down to 3e-3: at the authors' 3e-2 and above, the subspace step wrecks
+        # the body's features during warmup (seed 0 sat at the majority class from the first validation on), so
+        # those rates alone say nothing about the method. 360 steps: 180 left runs unconverged. Both changes
+        # and their timing: docs/protocol.md. Budget control: Houlsby m=64, Compacter++, full fine-tuning and
+        # LayerNorm at 720 steps.
         # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=m), dict(lrs=(3e-3, 1e-2))) for m in (2, 8)]
@@ -288,13 +269,13 @@ PROFILES = {
             seeds=(0, 1, 2), train=dict(max_steps=360, eval_every=60),
             budget_control=(("houlsby", dict(bottleneck=64)), ("compacter++", {}), ("full", {}), ("layernorm", {}))),
         # Compacter Fig. 4's protocol scaled down. The paper trains 2,500 steps at every size (1000/200/100/50/25
-        # epochs of 100..4,000 examples); protocol 3 trains 375 steps at every size: 12,000 examples seen, three
-        # epochs of the largest subset (protocol 2's single epoch of 4,000 left Compacter++ at 4,000 below its own
-        # score at 2,000: a budget artefact, issue 27). Validation 6 times per run on the whole split and the best
+        # epochs of 100..4,000 examples); here 375 steps at every size: 12,000 examples seen, three epochs of
+        # the largest subset (one epoch of 4,000 left Compacter++ at 4,000 below its own score at 2,000, a
+        # budget artefact). Validation 6 times per run on the whole split and the best
         # state tested (the paper: every 250 steps, best on validation); 3 seeds, each with its own nested subsets,
         # methods compared paired by seed. Learning rates: each rate of the grid trains at 1,000 examples with
-        # seeds 0 and 1 and the best MEAN validation wins, so one seed's noise cannot decide (protocol 2 chose on
-        # one seed by 1-3 tweets of 500). Compacter's Fig. 4 compares Compacter++ with full fine-tuning only;
+        # seeds 0 and 1 and the best MEAN validation wins, so one seed's noise cannot decide (one seed's choice
+        # can rest on 1-3 tweets). Compacter's Fig. 4 compares Compacter++ with full fine-tuning only;
         # Houlsby is our addition and trains one seed (its grid on seed 0), which saves ~35 minutes.
         # Budget control: Compacter++ and full fine-tuning at 4,000 examples (the fewest epochs) at 750 steps
         low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),

@@ -26,7 +26,7 @@ from . import labels
 from .labels import SCALE
 
 # seaborn's colorblind palette without its pale yellow (it reads badly on white), black added, and the
-# yellow last; then five of Paul Tol's muted colours for issue 24's methods (appended, so every earlier
+# yellow last; then five of Paul Tol's muted colours for the baselines without adapters (appended, so every earlier
 # line keeps its colour): the k-th method line gets colour and marker k in every figure and both renderers.
 # Matplotlib has 15 filled markers; the 16th line reuses the circle, in a colour no other line has
 PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494",

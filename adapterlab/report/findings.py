@@ -1,18 +1,18 @@
 """The findings of every training notebook, read from its tidy CSV: each paper claim with a verdict, our paired
 confidence interval and the paper's own number.
 
-Every number that the notebooks' "Reading the result" cells, the README's findings section and its closing
-list of claims state comes from here, so no text can contradict the data:
+Every number that the notebooks' "Reading the result" cells, FINDINGS.md and the README's table of claims
+state comes from here, so no text can contradict the data:
 
     from adapterlab.report import findings
     print("\\n".join(findings.init_scale(df)))   # markdown lines for one family's DataFrame
     findings.claims("init_scale", df)            # [(claim, stats.Verdict)]: what the lines judge
     print(findings.report("default"))           # every family, from data/results/default/*.csv
-    python -m adapterlab.report.findings --profile default --write-readme   # the README section
+    python -m adapterlab.report.findings --profile default --write   # FINDINGS.md and the README's claims table
 
 The statistics are adapterlab.experiments.stats's, and only those: runs that share a seed (and so a subset and a data
 order) are compared paired by seed; a claim gets "reproduced", "not reproduced", "reversed" or "inconclusive
-(could detect only >= X points)"; "flat", "equal" and "on par" are said only when the equivalence test puts the
+(could detect >= X points)"; "flat", "equal" and "on par" are said only when the equivalence test puts the
 difference inside stats.MARGIN (1.5 points). Convergence is the verdict each run was trained under (the
 table's `converged` and `rule_version`); rows judged by an older rule are re-judged under the current one in
 plain sight ("re-verdict under rule 3: X of Y"), never relabelled.
@@ -29,7 +29,15 @@ import pandas as pd
 from ..experiments import families, profiles, rules, stats
 from . import labels
 
-BEGIN, END = "<!-- findings:begin (python -m adapterlab.report.findings --write-readme) -->", "<!-- findings:end -->"
+BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.findings --write) -->", "<!-- claims:end -->"
+FINDINGS_HEADER = """# Findings of the `default` profile
+
+MiniLM-L6 on airline sentiment, on CPU: every reading of notebooks 03-08, each paper claim with its verdict,
+the interval that decides it and the paper's own number. Generated from the committed records and tables in
+`data/results/default/` by `python -m adapterlab.report.findings --write`; a test keeps this file equal to
+them. How the runs were made and judged, and every change to those rules, is in docs/protocol.md.
+
+"""
 
 
 def pts(value, signed=False):
@@ -583,9 +591,9 @@ def budget_control(df):
     return out
 
 
-def report(profile="default"):
-    """Markdown of every training notebook's findings from the profile's stored runs (03) and committed CSVs
-    (04-07), closed by the list of every paper claim with its verdict and the numbers behind it."""
+def readings(profile="default"):
+    """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): from the profile's
+    stored runs (03, 08) and committed CSVs (04-07)."""
     out, rows = [], []
     taught = stored_runs(profile, "teaching")
     if taught:
@@ -618,10 +626,21 @@ def report(profile="default"):
         out += [f"**A stream of tasks** (notebook 08, {stream.order_name(stream.settings(profile).orders[0])}, "
                 "and a second order):", *lines,
                 f"  *(from scratch: {len(streamed)} step(s), {seconds / 60:.0f} min, {what})*", ""]
+    return out, rows
+
+
+def tally(rows):
+    """'30 claims: 12 reproduced, ...' of [(notebook, claim, Verdict)]."""
+    counts = Counter(v.label for _, _, v in rows)
+    return f"{len(rows)} claims: " + ", ".join(f"{counts[k]} {k}" for k in stats.VERDICTS if counts[k])
+
+
+def report(profile="default"):
+    """FINDINGS.md's body: every reading, closed by the list of every paper claim with its verdict and the
+    numbers behind it, and the cost of making it all from scratch."""
+    out, rows = readings(profile)
     if rows:
-        tally = Counter(v.label for _, _, v in rows)
-        out += [f"**Every paper claim, its verdict and the numbers behind it** ({len(rows)} claims: "
-                + ", ".join(f"{tally[k]} {k}" for k in stats.VERDICTS if tally[k])
+        out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}"
                 + f"; margin ±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats):", "",
                 *claims_table(rows), ""]
     out.append(total_time(profile))
@@ -660,20 +679,35 @@ def total_time(profile):
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 
-def write_readme(profile="default", path=None):
-    """Replace the README text between BEGIN and END with report(profile); return the new README."""
-    path = Path(path or profiles.project_root() / "README.md")
-    text = path.read_text()
+def claims_summary(profile="default"):
+    """The README's short table: each paper claim and its verdict, the full numbers being in FINDINGS.md."""
+    rows = readings(profile)[1]
+    out = [f"{tally(rows)} (margin ±{stats.MARGIN * 100:g} points, fixed in advance).", "",
+           "| notebook | claim | verdict | paper |", "|---|---|---|---|"]
+    out += [f"| {stem} | {title} | {v} | {v.paper} |" for stem, title, v in rows]
+    return "\n".join(out) + "\n"
+
+
+def findings_document(profile="default"):
+    """FINDINGS.md as the records give it."""
+    return FINDINGS_HEADER + report(profile)
+
+
+def write(profile="default", root=None):
+    """Write FINDINGS.md and the README's claims table (between BEGIN and END) from the records."""
+    from ..methods.saving import atomic_write  # torch: only when writing
+    root = Path(root or profiles.project_root())
+    readme = root / "README.md"
+    text = readme.read_text()
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
     if not pattern.search(text):
-        raise ValueError(f"{path} has no findings markers; put {BEGIN} and {END} where the findings go")
-    new = pattern.sub(lambda _: f"{BEGIN}\n{report(profile)}{END}", text)
-    path.write_text(new)
-    return new
+        raise ValueError(f"{readme} has no claims markers; put {BEGIN} and {END} where the table goes")
+    atomic_write(root / "FINDINGS.md", findings_document(profile))
+    atomic_write(readme, pattern.sub(lambda _: f"{BEGIN}\n{claims_summary(profile)}{END}", text))
 
 
 def readme_section(path=None):
-    """The text between the README's findings markers (what write_readme wrote)."""
+    """The text between the README's claims markers (what write wrote)."""
     text = Path(path or profiles.project_root() / "README.md").read_text()
     return text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
 
@@ -681,8 +715,8 @@ def readme_section(path=None):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m adapterlab.report.findings", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="default")
-    parser.add_argument("--write-readme", action="store_true", help="write the README's findings section")
+    parser.add_argument("--write", action="store_true", help="write FINDINGS.md and the README's claims table")
     args = parser.parse_args()
-    if args.write_readme:
-        write_readme(args.profile)
+    if args.write:
+        write(args.profile)
     print(report(args.profile))

@@ -483,7 +483,7 @@ def budget_control(profile, family):
                          entry=str(planning._CONTROL_ENTRY[family](base)), seed=base.train.seed, lr=base.train.lr,
                          steps=r1["steps"], steps_2x=r2["steps"], value=r1["test"], value_2x=r2["test"],
                          gain=gain, gain_se=se, converged=bool(r1["converged"]), converged_2x=bool(r2["converged"]),
-                         split="test", budget_rule=stats.BUDGET_RULE_VERSION))
+                         split="test", budget_rule=stats.BUDGET_RULE_2))
     return pd.DataFrame(rows)
 
 

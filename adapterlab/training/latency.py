@@ -53,7 +53,7 @@ def inference_latency(model, batch_size, length=128, repeats=20, warmup=3, seed=
     return statistics.median(times)
 
 
-SERVING_BATCHES = (1, 32)  # one request at a time, and a batch as a busy server fills it (issue 24)
+SERVING_BATCHES = (1, 32)  # one request at a time, and a batch as a busy server fills it
 
 
 def serving_latency(model, length, batches=SERVING_BATCHES, repeats=10):

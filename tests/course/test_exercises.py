@@ -171,7 +171,7 @@ def test_wrong_answer_gets_its_hint(name):
     assert hint in result.message, result.message
 
 
-# ---------------------------------------------------------------- answers that must never pass (issue 26)
+# ---------------------------------------------------------------- answers that must never pass
 # For every exercise: a constant, the forbidden shortcut, a near miss, or the wrong type, each with the words
 # its hint must contain. None of them may pass, and none may surface as a traceback.
 

@@ -409,7 +409,7 @@ def test_a_record_keyed_without_the_resolved_method_is_not_reused(tmp_path):
     assert store.get(key, "init_scale")["validation"] == 0.8
 
 
-# ----------------------------------------------------------------------------- budget controls (issue 27)
+# ----------------------------------------------------------------------------- budget controls
 
 def _every_grid_chosen(profile, family):
     """A choice for every learning-rate grid of a family: its first rate (what the planner needs to list every run)."""
@@ -467,7 +467,7 @@ def test_smoke_budget_control_table_pairs_the_two_runs_on_the_test_split(smoke):
     row = budget.iloc[0]
     assert row["steps_2x"] == 2 * row["steps"] and row["split"] == "test"
     assert row["gain"] == pytest.approx(row["value_2x"] - row["value"])  # paired by example: the same difference
-    assert row["budget_rule"] == stats.BUDGET_RULE_VERSION
+    assert row["budget_rule"] == stats.BUDGET_RULE_2
     assert (smoke["out"] / "data" / "results" / "smoke" / "init_scale_budget_control.csv").exists()
     # the controls are not rows of the family's own table
     assert len(smoke["frames"]["init_scale"]) == len(SMOKE.init_scale.stds) * len(SMOKE.init_scale.seeds)

@@ -82,14 +82,14 @@ def test_detectable_difference_is_the_power_formula():
 def test_verdicts(estimate, se, claim, label):
     v = stats.verdict(stats.Difference(estimate, se, math.inf, 1000, "by hand"), claim, "paper: 1.0")
     assert v.label == label and v.paper == "paper: 1.0"
-    assert ("could detect only ≥" in str(v)) == (label == "inconclusive")
+    assert ("could detect ≥" in str(v)) == (label == "inconclusive")
 
 
 def test_verdict_text_carries_the_interval_and_the_papers_number():
     v = stats.verdict(stats.paired([0.80, 0.79, 0.81], [0.83, 0.82, 0.835]), ">", "+2 points (Fig. 4)")
     assert v.label == "reversed"
     assert v.text().startswith("**reversed**: here -2.8 [") and v.text().endswith("paper: +2 points (Fig. 4)")
-    assert "95% CI, paired by seed, n=3" in v.text()
+    assert "95% CI; one-sided 95% upper bound" in v.text() and "paired by seed, n=3" in v.text()
     with pytest.raises(ValueError, match="unknown claim"):
         stats.verdict(v.diff, "=", "")
 
@@ -130,8 +130,8 @@ def committed(family):
     return df
 
 
-# The audit's case (issue 27): protocol 2's 07 runs at 100 examples, test accuracy per seed 0, 1, 2 (read off
-# the committed low_resource.csv before protocol 3 replaced it)
+# A case with a known reading: 07's runs at 100 examples under protocol 2 (docs/protocol.md), test accuracy
+# per seed 0, 1, 2
 AUDIT_CPP, AUDIT_FULL = [0.698, 0.680, 0.728], [0.734, 0.720, 0.746]
 
 
@@ -190,3 +190,127 @@ def test_a_paired_by_example_difference():
     d = stats.by_example(train.correct_bits(a), train.correct_bits(b), 100)
     assert d.estimate == pytest.approx(0.02) and d.se == stats.paired_difference(
         train.correct_bits(a), train.correct_bits(b), 100)[1] and d.how == "paired by example on 100"
+
+
+# ----------------------------------------------------------------------------- both sources of noise
+
+def _simulated_bits(rng, seeds, n, p_a, p_b, seed_sd):
+    """Correct bits of two methods over seeds on the same n examples: each example has its own difficulty
+    (shared by both methods, so the pairing by example matters), each seed shifts a method's accuracy."""
+    from adapterlab.training import train
+    difficulty = rng.uniform(0, 1, n)
+    a, b = [], []
+    for _ in range(seeds):
+        shift_a, shift_b = rng.normal(0, seed_sd, 2)
+        a.append(train.correct_bits(difficulty < p_a + shift_a))
+        b.append(train.correct_bits(difficulty < p_b + shift_b))
+    return a, b
+
+
+def test_two_level_is_the_variance_sum_of_seeds_and_examples():
+    from adapterlab.training import train
+    a = [train.correct_bits(x) for x in ([1, 1, 0, 0, 1, 0], [1, 0, 0, 1, 1, 0], [0, 1, 1, 0, 1, 1])]
+    b = [train.correct_bits(x) for x in ([1, 1, 1, 0, 1, 1], [1, 1, 0, 1, 1, 1], [1, 1, 1, 0, 1, 1])]
+    d = np.array([[0, 0, 1, 0, 0, 1], [0, 1, 0, 0, 0, 1], [1, 0, 0, 0, 0, 0]])  # b - a, by hand
+    diff = stats.two_level(a, b, 6)
+    per_seed, per_example = d.mean(axis=1), d.mean(axis=0)
+    expected = np.sqrt(per_seed.var(ddof=1) / 3 + per_example.var(ddof=1) / 6)
+    assert diff.estimate == pytest.approx(d.mean()) and diff.se == pytest.approx(expected)
+    assert 2 <= diff.df <= 3 + 5  # Welch-Satterthwaite lies between the two parts' degrees of freedom
+    one = stats.two_level(a[:1], b[:1], 6)
+    assert "test sampling only" in one.how and one.se == pytest.approx(d[0].std(ddof=1) / np.sqrt(6))
+    with pytest.raises(ValueError, match="aligned by seed"):
+        stats.two_level(a, b[:2], 6)
+
+
+def test_the_two_level_bootstrap_agrees_with_the_closed_form_on_a_simulated_case():
+    # 40 seeds x 800 examples: enough seeds that resampling them estimates their spread well. The two 95%
+    # intervals must agree to a tenth of their width (the bootstrap's own Monte Carlo error with 2,000
+    # replicates is a few percent of it)
+    rng = np.random.default_rng(7)
+    a, b = _simulated_bits(rng, seeds=40, n=800, p_a=0.78, p_b=0.81, seed_sd=0.01)
+    closed = stats.two_level(a, b, 800)
+    low, high = closed.ci(0.95)
+    b_low, b_high = stats.bootstrap_two_level(a, b, 800, replicates=2000)
+    width = high - low
+    assert abs(b_low - low) < 0.1 * width and abs(b_high - high) < 0.1 * width
+    # and the seed term matters: the example term alone is narrower
+    examples_only = stats.by_example(a[0], b[0], 800).se
+    assert closed.se > examples_only / np.sqrt(40)
+
+
+# ----------------------------------------------------------------------------- the vocabulary's boundaries
+
+@pytest.mark.parametrize("estimate,paper_value,label", [
+    (0.030, 0.030, "reproduced"),           # the paper's +3.0 inside our [+2.0, +4.0]
+    (0.030, 0.066, stats.SMALLER),          # +6.6 above the interval: the sign holds, the effect is smaller
+    (0.030, 0.012, stats.LARGER),           # +1.2 below it: larger here
+    (0.030, None, "reproduced"),            # a paper that states only the direction
+])
+def test_reproduced_needs_the_papers_magnitude_inside_the_interval(estimate, paper_value, label):
+    diff = stats.Difference(estimate, 0.005, math.inf, 1000, "by hand")  # 95% CI [2.0, 4.0] points
+    assert stats.verdict(diff, ">", "", paper_value=paper_value).label == label
+    # the same on the other side: a claim "a below b" with negative numbers
+    neg = stats.Difference(-estimate, 0.005, math.inf, 1000, "by hand")
+    assert stats.verdict(neg, "<", "", paper_value=None if paper_value is None else -paper_value).label == label
+
+
+def test_the_direction_is_decided_by_the_one_sided_bound_and_printed():
+    # 1.8 SE above zero: the one-sided 95% bound (1.645 SE) shows it, a two-sided 95% interval would not
+    diff = stats.Difference(0.018, 0.010, math.inf, 1000, "by hand")
+    v = stats.verdict(diff, ">", "")
+    assert v.label == "reproduced" and v.p == pytest.approx(1 - 0.9641, abs=1e-3)
+    assert "one-sided 95% lower bound +0.2" in v.numbers()  # 1.8 - 1.645 = 0.155 points
+    assert stats.verdict(diff, "<", "").label == "reversed"
+
+
+def test_a_tiny_effect_of_the_claimed_sign_is_not_a_difference_worth_seeing():
+    diff = stats.Difference(0.004, 0.001, math.inf, 1000, "by hand")  # +0.4 points, shown below 1.5
+    assert stats.verdict(diff, ">", "").label == "not reproduced"
+
+
+def test_unconverged_runs_make_a_verdict_hold_at_this_budget():
+    diff = stats.Difference(0.03, 0.005, math.inf, 1000, "by hand")
+    v = stats.verdict(diff, ">", "", at_budget=True)
+    assert v.label == "reproduced" and str(v) == "reproduced at this budget"
+
+
+# ----------------------------------------------------------------------------- multiplicity
+
+def test_holm_on_a_textbook_example():
+    # p = 0.01, 0.04, 0.03, 0.005 (m = 4): sorted 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06,
+    # 0.04 x 1 = 0.04 -> 0.06 (monotone); at 5% the first and the fourth survive
+    made = [stats.Verdict(">", "reproduced", "", stats.Difference(0.03, 0.01, math.inf, 1, ""), p=p)
+            for p in (0.01, 0.04, 0.03, 0.005)]
+    after = stats.holm(made)
+    assert [v.holm_p for v in after] == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert [v.label for v in after] == ["reproduced", "inconclusive", "inconclusive", "reproduced"]
+    assert [v.label for v in made] == ["reproduced"] * 4  # the uncorrected verdicts are kept as they were
+
+
+def test_holm_keeps_a_single_claim_as_it_is():
+    v = stats.verdict(stats.Difference(0.03, 0.005, math.inf, 1000, ""), ">", "")
+    (after,) = stats.holm([v])
+    assert after.label == v.label and after.holm_p == pytest.approx(v.p)
+
+
+# ----------------------------------------------------------------------------- budget rule 3
+
+def test_budget_rule_3_asks_whether_the_claim_survives_twice_the_steps():
+    from adapterlab.training import train
+    rng = np.random.default_rng(3)
+    n = 1442
+    base = rng.uniform(size=n) < 0.8
+    def flip(bits, lo, hi):  # the same model, changed on examples lo..hi-1
+        return np.where((np.arange(n) >= lo) & (np.arange(n) < hi), ~bits, bits)
+
+    a1, b1 = train.correct_bits(base), train.correct_bits(flip(base, 0, 30))
+    # at 2x both arms changed on the same 200 other examples: the claim's difference did not move
+    a2, b2 = train.correct_bits(flip(base, 100, 300)), train.correct_bits(flip(flip(base, 100, 300), 0, 30))
+    same = stats.claim_move(a1, b1, a2, b2, n)
+    assert same.estimate == pytest.approx(0.0) and stats.conclusions_hold([same])
+    # one arm unchanged, the other changed on 75 examples (~5 points of difference): the rule fails
+    moved = stats.claim_move(a1, b1, a1, train.correct_bits(flip(base, 0, 75)), n)
+    assert abs(moved.estimate) > stats.MARGIN and not stats.conclusions_hold([same, moved])
+    with pytest.raises(ValueError, match="stands for a claim"):
+        stats.conclusions_hold([])

@@ -142,7 +142,7 @@ def test_the_live_explorer_lists_the_same_views(family):
 
 
 def test_every_method_line_of_the_committed_tradeoff_gets_its_own_colour_and_marker():
-    # 06 draws 16 method lines (issue 24 added five); a palette shorter than the lines once failed with a
+    # 06 draws 16 method lines; a palette shorter than the lines once failed with a
     # ZeroDivisionError. Each line needs a (colour, marker) no other line has, and a marker plotly can draw
     table = pd.read_csv(profiles.results_dir("default") / "param_performance.csv")
     lines = list(dict.fromkeys(table["family"]))

@@ -25,7 +25,7 @@ def test_init_scale_says_flat_only_through_the_equivalence_test():
     text = "\n".join(findings.init_scale(flat))
     assert "3 of 3 at 1e+00" in text and "Houlsby Fig. 6, right" in text
     noisy = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.80, 0.83, 0.81], 1.0: [0.63, 0.63, 0.635]})
-    assert str(claim(findings.claims("init_scale", noisy), "flat")).startswith("inconclusive (could detect only ≥")
+    assert str(claim(findings.claims("init_scale", noisy), "flat")).startswith("inconclusive (could detect ≥")
     steep = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.70, 0.69, 0.71], 1.0: [0.821, 0.812, 0.829]})
     found = findings.claims("init_scale", steep)
     assert claim(found, "flat").label == "not reproduced" and claim(found, "degrades").label == "not reproduced"
@@ -216,7 +216,7 @@ def test_teaching_reading_gives_each_method_a_verdict_against_full():
     results = pd.DataFrame({"test accuracy": [0.82, 0.818, 0.5], "trainable %": [100.0, 2.7, 0.08],
                             "examples/s": [40.0, 60.0, 70.0]}, index=pd.Index(["full", "houlsby", "compacter++"]))
     text = "\n".join(findings.teaching(results, 0.648, "accuracy", 1000))
-    assert "- houlsby on par with full fine-tuning: **inconclusive (could detect only ≥" in text
+    assert "- houlsby on par with full fine-tuning: **inconclusive (could detect ≥" in text
     assert "- compacter++ on par with full fine-tuning: **not reproduced**" in text  # 32 points below
     assert "1.50x to 1.75x (compacter++ fastest" in text
     assert "+17.0 [" in text and "points above the majority class (95% CI)" in text
@@ -243,11 +243,13 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     assert "(machine not recorded 4 run(s), Xeon (AVX512) 2 run(s);" in line  # where the seconds come from
 
 
-def test_readme_findings_are_what_the_committed_tables_give():
-    """Regenerate the section with `python -m adapterlab.report.findings --profile default --write-readme`."""
+def test_findings_and_the_readme_claims_are_what_the_committed_records_give():
+    """Regenerate both with `python -m adapterlab.report.findings --profile default --write`."""
     if findings.load("default", "init_scale") is None:
         pytest.skip("no committed default results")
-    assert findings.readme_section() == findings.report("default")
+    root = findings.profiles.project_root()
+    assert (root / "FINDINGS.md").read_text() == findings.findings_document("default")
+    assert findings.readme_section() == findings.claims_summary("default")
 
 
 def test_smallest_within_compares_seed_means_and_excludes_full():
