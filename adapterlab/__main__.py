@@ -1,8 +1,13 @@
-"""Command line: python -m adapterlab {train, sweep, regenerate}.
+"""Command line: python -m adapterlab {train, predict, evaluate, doctor, sweep, regenerate}.
 
     python -m adapterlab train --backbone default --task airline --method houlsby \\
         --bottleneck 64 --train-size 2000 --epochs 3 --lr 1e-3 --seed 0 --json
+    python -m adapterlab train --task reviews.csv --text-column review --label-column stars --output-dir stars
+    python -m adapterlab predict stars --input new.csv [--output predictions.csv]
+    python -m adapterlab evaluate stars --input labelled.csv [--json]
+    python -m adapterlab doctor [--report doctor.json]
     python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
+        [--workers-per-gpu 2]
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
 
 Bad arguments print one clear line and exit with status 2, not a traceback.
@@ -11,15 +16,52 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 METHOD_FLAGS = ("bottleneck", "n", "rank", "k", "init_std", "drop_layers", "activation", "prompt_tokens",
                 "prompt_init", "intrinsic_dim", "lora_alpha", "lora_targets")
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose epilog can be made when help is shown: train's list of tasks comes from
+    tasks.py, whose imports (torch, datasets) cost seconds that no other command should pay."""
+
+    def __init__(self, *args, epilog_from=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.epilog_from = epilog_from
+
+    def format_help(self):
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
+
+
+def task_list():
+    """The built-in tasks as help text, from the registry (tasks.TASKS), then how to give your own data."""
+    from .training.tasks import TASKS
+
+    width = max(map(len, TASKS))
+    lines = [f"  {name:<{width}}  {description}" for name, description in TASKS.items()]
+    own = textwrap.fill("your own data: --task FILE (.csv, .tsv, .jsonl, .parquet) or hf:NAME[:CONFIG], with "
+                        "--text-column (twice for sentence pairs), --label-column and optionally --validation FILE "
+                        "--test FILE (else a seeded, stratified 80/10/10 split); --output-dir DIR keeps the model "
+                        "for `predict` and `evaluate`.", width=100)
+    return "built-in tasks (--task):\n" + "\n".join(lines) + "\n\n" + own
+
+
 def add_train_parser(sub):
-    p = sub.add_parser("train", help="train one method on one task and report the numbers")
+    p = sub.add_parser("train", help="train one method on one task and report the numbers",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog_from=task_list)
     p.add_argument("--backbone", default="default", help="default | tiny | tiny-t5 | hub id | local path")
-    p.add_argument("--task", default="airline", help="airline | synthetic | synthetic-pair | glue/<task>")
+    p.add_argument("--task", default="airline",
+                   help="a built-in task (listed below), a data file, or hf:NAME[:CONFIG]")
+    p.add_argument("--text-column", action="extend", nargs="+", dest="text_columns", metavar="NAME",
+                   help="your data: the text column (default: text); two names for sentence pairs")
+    p.add_argument("--label-column", metavar="NAME", help="your data: the label column (default: label)")
+    p.add_argument("--validation", metavar="FILE", help="your data: the validation file (default: carved from --task)")
+    p.add_argument("--test", metavar="FILE", help="your data: the test file (default: carved from --task)")
+    p.add_argument("--output-dir", metavar="DIR",
+                   help="keep the trained model here (adapter, label map, columns, base, metrics) for predict")
     p.add_argument("--method", default="houlsby")
     p.add_argument("--bottleneck", type=int, help="adapter size m")
     p.add_argument("--n", type=int, help="PHM n (phm, compacter, compacter++)")
@@ -48,24 +90,114 @@ def add_train_parser(sub):
 
 
 def train_command(args):
+    from .training import files
     from .training.train import RunConfig, TrainConfig, run
 
+    task = files.spec(args.task, text_columns=args.text_columns, label_column=args.label_column,
+                      validation=args.validation, test=args.test)
+    if files.is_source(task):
+        from .training.tasks import load_task
+
+        note = load_task(task).note  # reads and checks the data before any model loads
+    if args.output_dir:
+        from .training.serving import check_output_dir
+
+        check_output_dir(args.output_dir)
     method_args = {k: getattr(args, k) for k in METHOD_FLAGS if getattr(args, k) is not None}
     config = RunConfig(
-        backbone=args.backbone, task=args.task, method=args.method, method_args=method_args,
+        backbone=args.backbone, task=task, method=args.method, method_args=method_args,
         train_size=args.train_size, max_length=args.max_length,
         train=TrainConfig(epochs=args.epochs, max_steps=args.max_steps, lr=args.lr, batch_size=args.batch_size,
                           precision=args.precision, seed=args.seed),
     )
-    record = run(config, device=args.device, progress=sys.stderr.isatty(), glue_dir=args.glue_dir)
+    kwargs = dict(device=args.device, progress=sys.stderr.isatty(), glue_dir=args.glue_dir)
+    if args.output_dir:
+        from .training.serving import train_to_dir
+
+        record = train_to_dir(config, args.output_dir, **kwargs)
+    else:
+        record = run(config, **kwargs)
     print(f"{record['method']} on {record['task']} ({record['backbone']}): "
           f"{record['trainable']:,} trainable ({record['percent']:.3f}%)")
+    if files.is_source(task):
+        print(f"  data: {note}")
     print(f"  {record['metric']}: validation {record['validation']:.4f}, test {record['test']:.4f} "
           f"(majority class {record['majority']:.4f})")
     print(f"  {record['train_seconds']:.1f} s training, {record['examples_per_second']:.1f} examples/s, "
           f"peak memory {record['peak_memory_mb']:.0f} MB on {record['device']}")
+    if args.output_dir:
+        print(f"  saved to {args.output_dir}: python -m adapterlab predict {args.output_dir} --input FILE")
     if args.json:
         print(json.dumps(record))
+
+
+def add_serving_arguments(p):
+    p.add_argument("model_dir", metavar="DIR", help="a folder written by train --output-dir")
+    p.add_argument("--input", required=True, metavar="FILE", help=".csv, .tsv, .jsonl or .parquet")
+    p.add_argument("--backbone", help="load onto this base instead of the saved one (e.g. a moved model folder)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:1 | mps")
+
+
+def add_predict_parser(sub):
+    p = sub.add_parser("predict", help="predict the label of each row of a file with a trained model")
+    add_serving_arguments(p)
+    p.add_argument("--output", metavar="FILE",
+                   help="write here, in the format of its extension (default: CSV on stdout); "
+                        "columns label and p_<label> per class, one row per input row")
+
+
+def _load_for_serving(args):
+    from .training import files, serving
+
+    rows = files.read_table(args.input)  # a bad input file fails before the model loads
+    model, tokenizer, info = serving.load_trained(args.model_dir, backbone=args.backbone, device=args.device)
+    options = dict(batch_size=args.batch_size, precision=args.precision, where=args.input)
+    return serving, model, tokenizer, info, rows, options
+
+
+def predict_command(args):
+    if args.output:
+        from .training.files import check_format
+
+        check_format(args.output, writing=True)  # a bad output name fails before the model loads, not after predicting
+    serving, model, tokenizer, info, rows, options = _load_for_serving(args)
+    table = serving.predict(model, tokenizer, info, rows, **options)
+    serving.write_table(table, args.output)
+    if args.output:
+        print(f"{len(table)} predictions written to {args.output}", file=sys.stderr)
+
+
+def add_evaluate_parser(sub):
+    p = sub.add_parser("evaluate", help="score a trained model on a labelled file")
+    add_serving_arguments(p)
+    p.add_argument("--label-column", metavar="NAME", help="the label column (default: the one trained on)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def evaluate_command(args):
+    serving, model, tokenizer, info, rows, options = _load_for_serving(args)
+    scores = serving.evaluate(model, tokenizer, info, rows, label_column=args.label_column, **options)
+    if args.json:
+        print(json.dumps(scores))
+        return
+    numbers = ", ".join(f"{k} {v:.4f}" for k, v in scores.items() if k not in ("examples", "metric"))
+    print(f"{args.input}: {numbers} on {scores['examples']:,} rows (task metric: {scores['metric']})")
+
+
+def add_doctor_parser(sub):
+    p = sub.add_parser("doctor", help="what this machine offers: device, CPU kernels, versions, offline assets; "
+                                      "on CUDA a short bf16/fp16 training check")
+    p.add_argument("--report", metavar="FILE", help="also write the report as JSON here")
+    p.add_argument("--backbone", default="default", help="the GPU check's backbone")
+    p.add_argument("--no-gpu-check", action="store_true", help="skip the GPU training check")
+
+
+def doctor_command(args):
+    from .training import doctor
+
+    return doctor.main(report_path=args.report, backbone=args.backbone, gpu_check=not args.no_gpu_check)
 
 
 def add_sweep_parser(sub):
@@ -79,6 +211,8 @@ def add_sweep_parser(sub):
     p.add_argument("--max-parallel", type=int,
                    help="at most this many runs at once (on CPU: this many workers sharing the cores)")
     p.add_argument("--retries", type=int, default=2, help="restarts of a run whose worker died")
+    p.add_argument("--workers-per-gpu", type=int, default=1, metavar="K",
+                   help="local: K workers on each GPU (a MiniLM run uses a fraction of one); CPU: ignored")
 
 
 def sweep_command(args):
@@ -86,8 +220,13 @@ def sweep_command(args):
 
     if args.address and args.executor != "ray":
         raise ValueError("--address is for --executor ray")
+    if args.workers_per_gpu < 1:
+        raise ValueError(f"--workers-per-gpu must be at least 1 (got {args.workers_per_gpu})")
+    if args.workers_per_gpu != 1 and args.executor != "local":
+        raise ValueError("--workers-per-gpu is for --executor local (Ray gives each run a whole GPU)")
     return sweep(args.profile, only=args.only, executor=args.executor, address=args.address,
-                 max_parallel=args.max_parallel, retries=args.retries, progress=sys.stderr.isatty())
+                 max_parallel=args.max_parallel, retries=args.retries, progress=sys.stderr.isatty(),
+                 workers_per_gpu=args.workers_per_gpu)
 
 
 def add_regenerate_parser(sub):
@@ -113,15 +252,19 @@ def regenerate_command(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m adapterlab", description=__doc__.split("\n")[0])
+    parser = Parser(prog="python -m adapterlab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     add_train_parser(sub)
+    add_predict_parser(sub)
+    add_evaluate_parser(sub)
+    add_doctor_parser(sub)
     add_sweep_parser(sub)
     add_regenerate_parser(sub)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        commands = {"train": train_command, "sweep": sweep_command, "regenerate": regenerate_command}
+        commands = {"train": train_command, "predict": predict_command, "evaluate": evaluate_command,
+                    "doctor": doctor_command, "sweep": sweep_command, "regenerate": regenerate_command}
         status = commands[args.command](args)
     except (ValueError, FileNotFoundError) as error:
         # our errors say what is wrong and how to fix it; a traceback would bury that

@@ -283,11 +283,11 @@ def keeps_adapter(profile, family, config):
 
 
 # ----------------------------------------------------------------------------- budget controls
-# The budget control: a few of a family's runs (its settings' `budget_control` entries, first seed,
-# at the chosen rate) trained again with budget_factor x the steps and the same number of validations.
-# If the conclusion drawn at 1x also holds at 2x (findings.budget_control: the paired test gain of the
-# longer run stays below stats.MARGIN), the family's budget was enough; if not, the budget goes up.
-# How an entry names a run of its family:
+# The budget control: a few of a family's runs (its settings' `budget_control` entries, every seed, at the
+# chosen rate) trained again with budget_factor x the steps and the same number of validations. If the
+# conclusions drawn at 1x also hold at 2x (stats.budget_verdict: each claim's move between its two arms, the
+# first entry being the reference arm, shown inside stats.MARGIN on validation), the family's budget was
+# enough; if not, the budget goes up. How an entry names a run of its family:
 _CONTROL_ENTRY = {
     "layer_removal": lambda c: c.task,                                    # a task
     "init_scale": lambda c: c.method_args["init_std"],                    # an init std
@@ -310,25 +310,25 @@ def _with_any_choice(p, family):
 
 
 def budget_controls(profile, family, chosen=None):
-    """[(run, its budget control)] for a family: each `budget_control` entry's run with the first seed at
-    the rate it trains with (the chosen one for a grid; left out until that choice is made), and that run
-    at budget_factor x the steps. plan() appends the controls, so whoever trains a plan trains them."""
+    """[(run, its budget control)] for a family: each `budget_control` entry's runs, one per seed, at the rate
+    they train with (the chosen one for a grid; left out until that choice is made), and each run at
+    budget_factor x the steps. plan() appends the controls, so whoever trains a plan trains them."""
     p = profiles_module.resolve(profile)
     s = p.settings(family) if family in _CONTROL_ENTRY else None
     if s is None or not s.budget_control:
         return []
     chosen = chosen or {}
     main = _PLANS[family](p, chosen)
-    first_seed = main[0].train.seed if main else 0
     pairs = []
     for entry in s.budget_control:
-        runs = [c for c in main if _CONTROL_ENTRY[family](c) == entry and c.train.seed == first_seed]
+        runs = [c for c in main if _CONTROL_ENTRY[family](c) == entry]
         if not runs and not any(_CONTROL_ENTRY[family](c) == entry for c in _with_any_choice(p, family)):
             raise ValueError(f"{p.name} {family}: budget_control entry {entry!r} names no run of the plan; "
                              f"entries name runs as {family}'s plan does (see planning._CONTROL_ENTRY)")
         if len({c.train.lr for c in runs}) > 1:  # grid trials: the one at the chosen rate, once chosen
             runs = [c for c in runs if chosen.get(grid_id(c)) == c.train.lr]
-        pairs += [(run, longer(run, s.budget_factor)) for run in runs[:1]]
+        one_per_seed = {c.train.seed: c for c in reversed(runs)}  # the first run of each seed
+        pairs += [(run, longer(run, s.budget_factor)) for _, run in sorted(one_per_seed.items())]
     return pairs
 
 

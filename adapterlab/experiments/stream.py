@@ -60,6 +60,8 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from . import profiles as profiles_module
+from . import rules
+from .profiles import StreamSettings
 from ..training import tasks as task_registry
 from ..training import train as T
 from ..training.backbones import load_backbone
@@ -71,67 +73,14 @@ FAMILY = "stream"
 LEARNERS = ("sequential", "adapters", "copies")
 MODEL_FILE = "model.safetensors"  # a sequential/copy step's weights: "body.<name>" + "head.<task>.<name>"
 # Bump when a change alters what a stored step computes, so old records stop matching.
-STREAM_VERSION = 1
+STREAM_VERSION = 2  # 2: every training step records its convergence verdict
 
 
 # ----------------------------------------------------------------------------- settings
 
-@dataclass(frozen=True)
-class StreamSettings:
-    """What a profile's stream trains. Every order starts with the same task (Houlsby's stream starts
-    from one service; it also lets the orders share their first step)."""
-    orders: tuple  # tuples of task names
-    seeds: tuple = (0, 1, 2)
-    backbone: str = "default"
-    train_size: int = 1000  # examples per task (a seeded subset of its train split)
-    max_length: int = 64
-    eval_size: int | None = 500  # validation/test examples per task (seeded subset; None: all)
-    bottleneck: int = 64  # Houlsby adapter size m
-    adapter_lr: float = 3e-3
-    full_lr: float = 2e-4  # sequential and copies (full fine-tuning)
-    train: dict = field(default_factory=lambda: dict(epochs=3, batch_size=32))  # other TrainConfig fields
-    swap_repeats: int = 50  # serving: timed adapter swaps (median)
-    load_repeats: int = 10  # serving: timed model loads (median)
-
-    @property
-    def tasks(self):
-        """Every task of every order, in first-seen order."""
-        return tuple(dict.fromkeys(t for order in self.orders for t in order))
-
-
-ORDER = ("airline", "tweets/deflategate", "tweets/apple", "tweets/coachella")
-SECOND_ORDER = ("airline", "tweets/coachella", "tweets/apple", "tweets/deflategate")
-# Proposed sizes, for the lead to settle in profiles.py (a `stream` setting there wins over these):
-# default: 4 tasks x 2 orders x 3 seeds, 1,000 tweets x 3 epochs (96 steps) per task, validated every 32 steps
-# on 500 tweets, tested on 500. Steps: 12 adapter + 12 "task alone" (the copies; 3 of them are also the
-# sequential learner's first arrival) + 2 orders x 3 later arrivals x 3 seeds = 18 sequential -> 42 trainings,
-# plus 6 recall evaluations and one serving timing. Cost: a full fine-tuning step took 1.55x an adapter step
-# (MiniLM, one thread, 12-step calibration of each); with the ~0.3-0.6 s per adapter step of a 2,000-tweet,
-# 3-epoch run (1-2 min on one core) that is ~45 s per adapter run and ~70 s per full one, + ~15 s each for
-# loading and evaluation: 12 x 60 + 30 x 85 ~ 55 min of one core, ~28 min with 2 runs side by side (the
-# sweep), + ~2 min for recall and serving: inside the 40 minutes the issue allows. If it is not, 2 epochs
-# (64 steps) cut the training part by a third.
-STREAM_SETTINGS = {
-    "smoke": StreamSettings(orders=(ORDER, SECOND_ORDER), seeds=(0, 1), backbone="tiny", train_size=120,
-                            max_length=32, eval_size=60, bottleneck=8, adapter_lr=1e-2, full_lr=3e-3,
-                            train=dict(max_steps=8, eval_every=4, batch_size=32), swap_repeats=5,
-                            load_repeats=3),
-    "default": StreamSettings(orders=(ORDER, SECOND_ORDER), train=dict(epochs=3, batch_size=32, eval_every=32)),
-    "paper": StreamSettings(orders=(ORDER, SECOND_ORDER), backbone="bert-base-uncased", train_size=None,
-                            max_length=128, eval_size=None, adapter_lr=3e-4, full_lr=3e-5,
-                            train=dict(epochs=3, batch_size=32)),
-}
-
-
 def settings(profile=None):
-    """The stream settings of a profile: its own `stream` setting if profiles.py has one, else ours."""
-    p = profiles_module.resolve(profile)
-    own = getattr(p, "stream", None)
-    if isinstance(own, StreamSettings):
-        return own
-    if isinstance(own, dict) and own:
-        return replace(STREAM_SETTINGS[p.name], **own)
-    return STREAM_SETTINGS[p.name]
+    """The stream settings of a profile (profiles.StreamSettings, its `stream` setting)."""
+    return profiles_module.resolve(profile).stream
 
 
 def check_settings(s):
@@ -323,6 +272,12 @@ def task_split(s, name, seed):
     return T.cap_eval(task_registry.load_task(name, train_size=s.train_size, seed=seed), s.eval_size)
 
 
+def _convergence(result, split):
+    """The run's convergence verdict under the project's rule (rules.convergence), as every run records it."""
+    entropy = T.class_entropy(split.splits["train"]["label"])
+    return {**rules.convergence(result["curve"], entropy), "class_entropy": entropy}
+
+
 def _key_settings(key):
     """The StreamSettings fields a step key fixes (enough to rebuild its evaluation)."""
     return StreamSettings(orders=(), backbone=key["backbone"], train_size=key.get("train_size"),
@@ -392,8 +347,9 @@ def run_sequential(key, previous=None, out=None, progress=False):
         load_model(model, heads, Path(previous) / MODEL_FILE)
     adapt(model, "full")
     new = tasks[-1]
-    result = T.train(model, tokenizer, task_split(s, new, seed), _train_config(s, key["lr"], seed),
-                     max_length=s.max_length, progress=progress)
+    split = task_split(s, new, seed)
+    result = T.train(model, tokenizer, split, _train_config(s, key["lr"], seed), max_length=s.max_length,
+                     progress=progress)
     heads.keep(new)
     evaluate = Evaluator(s, tokenizer, tasks, seed)
     tests = {}
@@ -407,6 +363,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
         model_bytes = save_model(model, heads, folder / MODEL_FILE)
     return {"step": "sequential", "tasks": tasks, "seed": seed, "tests": tests, "model_bytes": model_bytes,
             "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
+            **_convergence(result, split),
             "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start,
             "machine": _machine()}
 
@@ -421,8 +378,9 @@ def run_adapter(key, out, progress=False):
     model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
     adapt(model, "houlsby", bottleneck=s.bottleneck)
     base_before = frozen_sha256(model)
-    result = T.train(model, tokenizer, task_split(s, task_name, seed), _train_config(s, key["lr"], seed),
-                     max_length=s.max_length, progress=progress)
+    split = task_split(s, task_name, seed)
+    result = T.train(model, tokenizer, split, _train_config(s, key["lr"], seed), max_length=s.max_length,
+                     progress=progress)
     base_after = frozen_sha256(model)
     out = Path(out)
     save_adapter(model, out)
@@ -433,6 +391,7 @@ def run_adapter(key, out, progress=False):
             "adapter_bytes": sum((out / n).stat().st_size for n in (ADAPTER_WEIGHTS, ADAPTER_CONFIG)),
             "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
             "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
+            **_convergence(result, split),
             "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start,
             "machine": _machine()}
 

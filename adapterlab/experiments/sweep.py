@@ -3,6 +3,7 @@
     python -m adapterlab sweep --profile paper                      # one worker per GPU here
     python -m adapterlab sweep --profile paper --executor ray --address auto   # a Ray cluster
     python -m adapterlab sweep --profile smoke --only 05,07 --max-parallel 2
+    python -m adapterlab sweep --profile paper --workers-per-gpu 3                 # three runs per GPU
 
 The runs come from planning.plan(), the same planner the notebooks and `regenerate --dry-run`
 use, so a sweep trains exactly what the notebooks would; afterwards the notebooks redraw from the
@@ -23,11 +24,12 @@ store and train nothing. Design choices, and why:
   out of memory) is retried `retries` times, then counts as failed.
 - Ctrl-C stops the workers; every run finished so far is already stored, so a rerun resumes.
 
-Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU (on
-CPU one, or max_parallel sharing the cores; processes rather than the driver itself, so that a crash
-or Ctrl-C in training leaves the driver standing); "ray" submits each run as a Ray task (num_gpus=1
-when the cluster has GPUs). Records made before ADAPTERLAB_FRESH_SINCE count as missing (results.py),
-which is how `regenerate --fresh --workers N` retrains everything and resumes after an interruption.
+Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU, or
+workers_per_gpu of them (on CPU one, or max_parallel sharing the cores; processes rather than the
+driver itself, so that a crash or Ctrl-C in training leaves the driver standing); "ray" submits
+each run as a Ray task (num_gpus=1 when the cluster has GPUs). Records made before
+ADAPTERLAB_FRESH_SINCE count as missing (results.py), which is how `regenerate --fresh --workers N`
+retrains everything and resumes after an interruption.
 """
 import datetime
 import json
@@ -171,19 +173,31 @@ def cpu_cores():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def gpu_workers(gpus, workers_per_gpu=1, max_parallel=None):
+    """The GPU (as CUDA_VISIBLE_DEVICES) of each local worker: `workers_per_gpu` on each of `gpus` GPUs,
+    at most `max_parallel` in all. Round robin, worker i on GPU i % gpus, so that a cap below
+    gpus x workers_per_gpu still spreads the workers over every GPU before doubling up on one."""
+    if workers_per_gpu < 1:
+        raise ValueError(f"--workers-per-gpu must be at least 1 (got {workers_per_gpu})")
+    slots = gpus * workers_per_gpu
+    slots = max(1, min(max_parallel or slots, slots))
+    return [str(i % gpus) for i in range(slots)]
+
+
 class LocalExecutor:
-    """One worker process per visible GPU, each pinned to its GPU and kept warm. On CPU: one worker,
-    or `max_parallel` of them sharing the cores (threads = cores // workers each). Why several: a
+    """One worker process per visible GPU (or `workers_per_gpu` of them: a MiniLM run leaves most of a
+    GPU idle), each pinned to its GPU and kept warm; several on one GPU share the cores (threads = cores
+    // workers each). On CPU: one worker, or `max_parallel` of them sharing the cores. Why several: a
     MiniLM step is too small for two threads to keep two cores busy, so two single-thread runs side
     by side train ~1.4x the examples per second of one two-thread run (benchmarks/bench_workers.py)."""
 
-    def __init__(self, worker=train_run, max_parallel=None, retries=2):
+    def __init__(self, worker=train_run, max_parallel=None, retries=2, workers_per_gpu=1):
         import torch
 
         gpus = torch.cuda.device_count()
         if gpus:
-            slots = max(1, min(max_parallel or gpus, gpus))
-            self.devices, threads = [str(i) for i in range(gpus)][:slots], None
+            self.devices = gpu_workers(gpus, workers_per_gpu, max_parallel)
+            threads = max(1, cpu_cores() // len(self.devices)) if workers_per_gpu > 1 else None
         else:
             slots = max(1, min(max_parallel or 1, cpu_cores()))  # one worker keeps torch's own thread count
             self.devices, threads = [None] * slots, max(1, cpu_cores() // slots) if slots > 1 else None
@@ -325,9 +339,10 @@ def _store_result(store, run, result):
 
 
 def sweep(profile, only=None, executor="local", address=None, max_parallel=None, retries=2,
-          worker=train_run, progress=True, file=None):
+          worker=train_run, progress=True, file=None, workers_per_gpu=1):
     """Train every planned run of `profile` (families of `only`) that the store lacks; return the
-    exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume)."""
+    exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume).
+    workers_per_gpu: the local executor's workers on each GPU (LocalExecutor)."""
     file = file or sys.stdout
     p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p))
@@ -338,7 +353,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
         print(f"sweep {p.name}: every planned run is in {store.root}", file=file)
         return 0
     pool = (RayExecutor(worker, max_parallel, retries, address) if executor == "ray"
-            else LocalExecutor(worker, max_parallel, retries) if executor == "local"
+            else LocalExecutor(worker, max_parallel, retries, workers_per_gpu) if executor == "local"
             else None)
     if pool is None:
         raise ValueError(f"unknown executor {executor!r}; choose local or ray")

@@ -13,6 +13,10 @@ The two papers' code differs on one detail, and we follow each on its own models
   T5 (Compacter's code): the adapter comes before dropout, x + drop(h + f(h)),
       so we hook the output projection.
 In eval mode dropout is the identity and the two are the same function.
+The architectures neither paper used follow adapter-bert: the adapter transforms what the sublayer adds
+to the residual, after the branch's last dropout where it has one (ELECTRA, DeBERTa-v2, DistilBERT's FFN,
+GPT-2), else the branch's last projection (DistilBERT's attention, Llama). In the pre-LN decoders
+(GPT-2, Llama) the add comes last, x + f(h) + h, with the norm at the start of the next sublayer.
 
 The baselines that add no adapter live in their own modules and are wired in here: prompt tuning
 (prompt_tuning.py), Intrinsic-SAID (intrinsic.py), LoRA (lora.py); the head-only probe only
@@ -32,26 +36,49 @@ from .config import method
 
 @dataclass(frozen=True)
 class ArchSpec:
-    """Module paths, relative to `model.base_model`.
+    """Module paths, relative to `model.base_model` (frozen_heads: relative to the model itself).
 
     stacks:    stack name -> the ModuleList of transformer blocks
     sublayers: stack name -> {position: module inside a block whose output goes through the adapter}
-    below:     modules under the first block (the embeddings), for train_lower_layernorms=False
-    lora_targets: LoRA's default targets, the query and value projections (Hu et al.)
+    below:     modules under the first block (the embeddings), for train_lower_layernorms=False;
+               a path the model lacks (ELECTRA's embeddings_project when sizes agree) is skipped
+    lora_targets: LoRA's default targets, the query and value projections (Hu et al.), as PEFT's
+               defaults name them per architecture
+    adds_biases: BitFit first gives the bias-free layers zero biases (the Compacter paper does so for T5);
+               elsewhere a model without biases is refused, since re-introducing them is a choice of
+               that paper's code for T5, not part of BitFit
+    frozen_heads: modules outside the base model that come pretrained with it: a causal LM's lm_head
+               (the output embedding, tied to the input embedding or not). They stay frozen like the
+               base; "the head trains" means a task head the checkpoint lacks (score, classifier)
     """
 
     stacks: dict
     sublayers: dict
     below: tuple = ()
     lora_targets: tuple = ()
+    adds_biases: bool = False
+    frozen_heads: tuple = ()
 
 
 _BERT = ArchSpec(
     stacks={"encoder": "encoder.layer"},
-    # adapter-bert modeling.py: dense -> dropout -> adapter -> LayerNorm(+ residual), in both sublayers
+    # adapter-bert modeling.py: dense -> dropout -> adapter -> LayerNorm(+ residual), in both sublayers.
+    # ELECTRA's and DeBERTa-v2's blocks are BERT's (SelfOutput and Output: LayerNorm(dropout(dense(h)) + x))
     sublayers={"encoder": {"attention": "attention.output.dropout", "ffn": "output.dropout"}},
     below=("embeddings",),
     lora_targets=("query", "value"),
+)
+_ELECTRA = replace(_BERT, below=("embeddings", "embeddings_project"))  # the projection runs before block 0
+_DEBERTA_V2 = replace(_BERT, lora_targets=("query_proj", "value_proj"))
+_DISTILBERT = ArchSpec(
+    stacks={"encoder": "transformer.layer"},
+    # TransformerBlock: sa_layer_norm(attention(x) + x), then output_layer_norm(ffn(y) + y). The attention
+    # branch ends in out_lin with no dropout after it (attention.dropout acts on the attention weights), so
+    # the adapter takes out_lin's output; FFN.ff_chunk ends lin2 -> dropout, so there it follows the
+    # dropout, as in adapter-bert
+    sublayers={"encoder": {"attention": "attention.out_lin", "ffn": "ffn.dropout"}},
+    below=("embeddings",),
+    lora_targets=("q_lin", "v_lin"),
 )
 _T5 = ArchSpec(
     stacks={"encoder": "encoder.block", "decoder": "decoder.block"},
@@ -62,8 +89,31 @@ _T5 = ArchSpec(
         "decoder": {"attention": "layer.0.SelfAttention.o", "ffn": "layer.2.DenseReluDense.wo"},
     },
     lora_targets=("q", "v"),  # self- and cross-attention, as PEFT's T5 default
+    adds_biases=True,
 )
-ARCHITECTURES = {"bert": _BERT, "roberta": _BERT, "xlm-roberta": _BERT, "t5": _T5, "mt5": _T5}
+_GPT2 = ArchSpec(
+    stacks={"decoder": "h"},
+    # Pre-LN GPT2Block: x + attn(ln_1(x)), then x + mlp(ln_2(x)). GPT2Attention ends c_proj -> resid_dropout
+    # and GPT2MLP ends c_proj -> dropout; those dropouts' outputs are what is added to the residual, so the
+    # adapter follows them, as in adapter-bert (there is no LayerNorm after the add: it comes first)
+    sublayers={"decoder": {"attention": "attn.resid_dropout", "ffn": "mlp.dropout"}},
+    below=("wte", "wpe"),
+    lora_targets=("c_attn",),  # the fused query-key-value Conv1D, PEFT's GPT-2 default
+    frozen_heads=("lm_head",),  # GPT2LMHeadModel: tied to wte
+)
+_LLAMA = ArchSpec(
+    stacks={"decoder": "layers"},
+    # Pre-norm LlamaDecoderLayer: x + self_attn(input_layernorm(x)), then x + mlp(post_attention_layernorm(x)).
+    # Llama has no dropout on either branch: the last modules, o_proj and down_proj, give what is added to
+    # the residual, so the adapter takes their outputs
+    sublayers={"decoder": {"attention": "self_attn.o_proj", "ffn": "mlp.down_proj"}},
+    below=("embed_tokens",),
+    lora_targets=("q_proj", "v_proj"),
+    frozen_heads=("lm_head",),  # LlamaForCausalLM: untied by default, tied in some checkpoints
+)
+ARCHITECTURES = {"bert": _BERT, "roberta": _BERT, "xlm-roberta": _BERT, "electra": _ELECTRA,
+                 "deberta-v2": _DEBERTA_V2, "distilbert": _DISTILBERT, "t5": _T5, "mt5": _T5,
+                 "gpt2": _GPT2, "llama": _LLAMA}
 
 SHARED_RULE_NAME = "phm_rule"  # the one Compacter rule, registered on the model's root
 
@@ -73,8 +123,9 @@ def arch_spec(model):
     if model_type not in ARCHITECTURES:
         raise ValueError(
             f"unsupported architecture {model_type or type(model).__name__!r}; adapterlab supports "
-            f"{', '.join(sorted(ARCHITECTURES))} models (e.g. BertForSequenceClassification, "
-            f"T5ForConditionalGeneration, T5EncoderModel)"
+            f"{', '.join(sorted(ARCHITECTURES))} models (config.model_type), with their encoder, "
+            "sequence-classification or LM heads (e.g. BertForSequenceClassification, T5ForConditionalGeneration, "
+            "T5EncoderModel, GPT2ForSequenceClassification, LlamaForCausalLM)"
         )
     return ARCHITECTURES[model_type]
 
@@ -101,7 +152,10 @@ def insertion_points(model):
 
 
 def hidden_size(model):
-    """d, the width every adapter maps to itself (BERT: hidden_size, T5: d_model)."""
+    """d, the width every adapter maps to itself (BERT: hidden_size, T5: d_model).
+
+    GPT-2 (n_embd) and DistilBERT (dim) answer to hidden_size through their configs' attribute_map.
+    """
     config = model.config
     return getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
 
@@ -135,10 +189,19 @@ def _make_adapter(cfg, d, rule):
 
 def lower_modules(model, cfg):
     """The modules below the first adapted block: the embeddings and the blocks without adapters."""
-    below = [model.base_model.get_submodule(path) for path in arch_spec(model).below]
+    base = model.base_model
+    below = [base.get_submodule(path) for path in arch_spec(model).below if _has_submodule(base, path)]
     for stack_blocks in blocks(model).values():
         below += stack_blocks[:cfg.dropped_blocks(len(stack_blocks))]
     return below
+
+
+def _has_submodule(module, path):
+    try:
+        module.get_submodule(path)
+    except AttributeError:
+        return False
+    return True
 
 
 def _add_bias_hook(module, inputs, output):
@@ -154,6 +217,8 @@ def add_missing_biases(model):
     without the BitFit flag, which is what gives Table 1's 0.126%). Zero-initialised, so the model
     computes the same function. The new parameter is `<module>.bias`: base names are unchanged.
     nn.Linear (and nn.LayerNorm) add a registered bias themselves; T5LayerNorm gets a forward hook.
+    adapt() calls it only where the table says adds_biases (T5, mT5): a bias-free Llama is refused
+    instead, since no paper's BitFit re-introduces biases there.
     """
     in_blocks = {id(m) for stack_blocks in blocks(model).values() for b in stack_blocks for m in b.modules()}
     for module in list(model.modules()):
@@ -169,16 +234,26 @@ def add_missing_biases(model):
 
 
 def head_parameter_names(model):
-    """Parameters outside the base model: the task head (a T5ForConditionalGeneration has none)."""
+    """The task head: parameters outside the base model, except a pretrained LM head (ArchSpec.frozen_heads).
+
+    A T5ForConditionalGeneration and GPT2LMHeadModel have none: their lm_head is the input embedding
+    (tied: one parameter, inside the base). LlamaForCausalLM's untied lm_head is pretrained too, so it
+    is not a head that trains: an adapter method leaves the language model's output layer as it was.
+    mT5's untied lm_head is not in the table's frozen_heads and trains as the head, as it always has.
+    """
     base = model.base_model
     if base is model:
         return set()
+    spec = ARCHITECTURES.get(getattr(model.config, "model_type", None))
+    pretrained = tuple(f"{path}." for path in spec.frozen_heads) if spec else ()
     inside = {id(p) for p in base.parameters()}
-    return {name for name, p in model.named_parameters() if id(p) not in inside}
+    return {name for name, p in model.named_parameters() if id(p) not in inside and not name.startswith(pretrained)}
 
 
 def is_layernorm(module):
-    return "LayerNorm" in type(module).__name__  # nn.LayerNorm, T5LayerNorm, ...
+    """nn.LayerNorm, T5LayerNorm, ... and RMS norms (LlamaRMSNorm, nn.RMSNorm): each model's own norm."""
+    name = type(module).__name__
+    return "LayerNorm" in name or "RMSNorm" in name
 
 
 def _check(model, cfg):
@@ -209,8 +284,15 @@ def _check(model, cfg):
             raise ValueError(f"top-k: k={cfg.k} but the model has only {most} blocks per stack; use k <= {most}")
     if cfg.trains == "head" and not head_parameter_names(model):
         raise ValueError(
-            f"head-only: {type(model).__name__} has no task head to train (a text-to-text T5 answers with its "
-            "tied embeddings); use a model with a classification head (e.g. BertForSequenceClassification)"
+            f"head-only: {type(model).__name__} has no task head to train (a text-to-text T5 or a causal LM "
+            "answers with its pretrained LM head, which stays frozen); use a model with a classification head "
+            "(e.g. BertForSequenceClassification, GPT2ForSequenceClassification)"
+        )
+    if cfg.trains == "bias" and not arch_spec(model).adds_biases and not any(
+            name.endswith("bias") for name, _ in model.named_parameters()):
+        raise ValueError(
+            f"bitfit: this {model.config.model_type} model has no bias terms to train ({type(model).__name__} "
+            "builds its projections and norms without biases); use lora or houlsby instead"
         )
     if cfg.trains in BASELINES:
         BASELINES[cfg.trains].check(model, cfg)
@@ -269,7 +351,8 @@ def adapt(model, method_or_name, **overrides):
 
     adapt(model, "houlsby", bottleneck=64) or adapt(model, al.method("compacter", n=4)).
     Inserts the method's adapters (if any) and sets requires_grad: adapters,
-    LayerNorms (unless train_layernorms=False) and the head train; everything else is frozen.
+    LayerNorms (RMSNorms in Llama; unless train_layernorms=False) and the task head train; everything
+    else is frozen, a causal LM's pretrained lm_head included (see head_parameter_names).
     The baselines add their own parameters instead (a prompt, theta and lambda, LoRA's A and B)
     and train those and the head.
     """
@@ -277,7 +360,7 @@ def adapt(model, method_or_name, **overrides):
     if cfg.trains == "lora" and not cfg.lora_targets:  # the architecture's default (query and value)
         cfg = replace(cfg, lora_targets=tuple(arch_spec(model).lora_targets))
     _check(model, cfg)
-    if cfg.trains == "bias":
+    if cfg.trains == "bias" and arch_spec(model).adds_biases:
         add_missing_biases(model)
     if cfg.trains in BASELINES:
         BASELINES[cfg.trains].add(model, cfg)
@@ -298,11 +381,15 @@ def adapt(model, method_or_name, **overrides):
 
 
 @contextmanager
-def adapters_disabled(model, layers=None, stack="encoder"):
+def adapters_disabled(model, layers=None, stack=None):
     """Within the block, the adapters of these blocks (all, if layers is None) act as the identity.
 
+    stack: whose blocks; None: the encoder, or the one stack ("decoder") of a decoder-only model.
     Restored on exit, also when the block raises.
     """
+    if stack is None:
+        stacks = blocks(model)
+        stack = "encoder" if "encoder" in stacks or not stacks else next(iter(stacks))
     chosen = [a for (s, i, _), a in adapters(model).items() if s == stack and (layers is None or i in layers)]
     before = [a.enabled for a in chosen]
     try:

@@ -18,14 +18,20 @@ unmerged outputs agree to float32 rounding, not bit for bit (tests/methods/test_
 
 Like the adapters (inject.py) the update is a child module of the layer it adapts, run from a
 forward hook, so the base model's parameter names stay as they were.
+
+Targets are nn.Linear layers or GPT-2's Conv1D, which computes the same x W + b but stores W as
+(in, out), the transpose of nn.Linear's (out, in) (PEFT's fan_in_fan_out). A and B are the same for
+both; only merging differs: a Conv1D's weight takes the transposed update.
 """
 import math
 from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
+from transformers.pytorch_utils import Conv1D
 
-MODULE_NAME = "lora"  # child of each adapted nn.Linear
+MODULE_NAME = "lora"  # child of each adapted layer
+TARGET_TYPES = (nn.Linear, Conv1D)
 
 
 class LoRA(nn.Module):
@@ -58,18 +64,31 @@ def _run_lora(module, inputs, output):
     return output + module.lora(inputs[0])
 
 
+def features(layer):
+    """(in, out) of a target layer: nn.Linear stores its weight as (out, in), Conv1D as (in, out)."""
+    if isinstance(layer, Conv1D):
+        return tuple(layer.weight.shape)
+    return layer.in_features, layer.out_features
+
+
+def weight_update(layer, lora):
+    """(alpha / r) B A laid out as the layer stores its weight (transposed for a Conv1D)."""
+    delta = lora.delta().to(layer.weight.dtype)
+    return delta.T if isinstance(layer, Conv1D) else delta
+
+
 def find_targets(model, names):
-    """{module path: nn.Linear} of the body's linear layers whose path ends with one of names (a whole
-    component or several: "value", "intermediate.dense"), as PEFT matches target_modules."""
+    """{module path: layer} of the body's linear layers (nn.Linear, Conv1D) whose path ends with one of names
+    (a whole component or several: "value", "intermediate.dense"), as PEFT matches target_modules."""
     return {path: m for path, m in model.base_model.named_modules()
-            if isinstance(m, nn.Linear) and any(path == t or path.endswith("." + t) for t in names)}
+            if isinstance(m, TARGET_TYPES) and any(path == t or path.endswith("." + t) for t in names)}
 
 
 def check(model, cfg):
     names = cfg.lora_targets  # inject.adapt fills in the architecture's default
     if not find_targets(model, names):
         linear = sorted({path.rsplit(".", 1)[-1] for path, m in model.base_model.named_modules()
-                         if isinstance(m, nn.Linear)})
+                         if isinstance(m, TARGET_TYPES)})
         raise ValueError(
             f"lora: lora_targets={tuple(names)} match no linear layer of this {model.config.model_type} model; "
             f"choose among its linear layers' names: {linear}"
@@ -80,7 +99,7 @@ def add_lora(model, cfg):
     """Give every target linear layer a LoRA update; returns {path: LoRA}."""
     added = {}
     for path, linear in find_targets(model, cfg.lora_targets).items():
-        lora = LoRA(linear.in_features, linear.out_features, cfg.rank, cfg.lora_alpha)
+        lora = LoRA(*features(linear), cfg.rank, cfg.lora_alpha)
         linear.lora = lora.to(device=linear.weight.device, dtype=linear.weight.dtype)
         linear.register_forward_hook(_run_lora)
         added[path] = lora
@@ -88,7 +107,7 @@ def add_lora(model, cfg):
 
 
 def lora_layers(model):
-    """[(nn.Linear, LoRA)] for every adapted layer."""
+    """[(layer, LoRA)] for every adapted layer."""
     return [(m, m.lora) for m in model.modules() if isinstance(getattr(m, MODULE_NAME, None), LoRA)]
 
 
@@ -97,7 +116,7 @@ def merge(model):
     """W <- W + (alpha / r) B A in every adapted layer: serving at the base model's cost."""
     for linear, lora in lora_layers(model):
         if not lora.merged:
-            linear.weight += lora.delta().to(linear.weight.dtype)
+            linear.weight += weight_update(linear, lora)
             lora.merged = True
     return model
 
@@ -107,7 +126,7 @@ def unmerge(model):
     """Undo merge(): W <- W - (alpha / r) B A (equal to the old W up to one rounding)."""
     for linear, lora in lora_layers(model):
         if lora.merged:
-            linear.weight -= lora.delta().to(linear.weight.dtype)
+            linear.weight -= weight_update(linear, lora)
             lora.merged = False
     return model
 

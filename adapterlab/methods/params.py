@@ -6,6 +6,12 @@ the size of the base model before adapt() -- the task head excluded, since every
 method needs one. Biases that BitFit adds to a bias-free model (T5) are trained
 parameters in the "backbone" (or "layernorm") group, but not part of the base.
 
+"layernorm" is every model's own norm (inject.is_layernorm): BERT's LayerNorm, DistilBERT's
+sa_layer_norm / output_layer_norm, GPT-2's ln_1 / ln_2 / ln_f, T5's layer_norm, Llama's RMSNorms
+(input_layernorm, post_attention_layernorm, norm). "head" is the task head outside the base model
+(inject.head_parameter_names): classifier, pre_classifier, DeBERTa's pooler, score. A causal LM's
+lm_head is pretrained with the base: part of "backbone" and of base_total (GPT-2's, tied to wte, once).
+
 The baselines of issue 24 add three groups to the DESIGN contract's six: "prompt" (prompt tuning's
 n x d vectors), "intrinsic" (Intrinsic-SAID's theta and lambda, d' in all) and "lora" (LoRA's A and
 B). Like adapters, they are added parameters, so they are not part of base_total. Intrinsic-SAID's

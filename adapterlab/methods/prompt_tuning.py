@@ -17,11 +17,22 @@ What trains: the prompt and the task head. PEFT trains the classifier of a seque
 model too (modules_to_save); the authors' T5 has no head.
 
 Where the prompt goes, per architecture, the way PEFT does it so that the two agree on copied weights:
-  BERT family: a pre-hook on the encoder model (BertModel, ...) turns input_ids into embeddings,
-      prepends the prompt, gives it token type 0 and attention 1. Positions are absolute and count
-      the prompt, so n + input length must fit in max_position_embeddings (check_room). The classifier
-      pools the first position, which is now the first prompt vector: a trained input, so it learns
-      to act as the [CLS] summary.
+  BERT family (also DistilBERT, ELECTRA, DeBERTa-v2): a pre-hook on the encoder model (BertModel, ...)
+      turns input_ids into embeddings, prepends the prompt, gives it token type 0 and attention 1.
+      Absolute positions count the prompt, so n + input length must fit in max_position_embeddings
+      (check_room); DeBERTa-v2 without position_biased_input (DeBERTa-v3) has relative positions only.
+      The classifier pools the first position, which is now the first prompt vector: a trained input,
+      so it learns to act as the [CLS] summary. ELECTRA's prompt has its embedding_size, as its
+      word embeddings do: embeddings_project maps both to the hidden size.
+  Decoder-only (GPT-2, Llama): the same pre-hook on GPT2Model / LlamaModel, and a forward hook that drops
+      the n prompt positions from its last_hidden_state. The prompt comes first, so causal attention lets
+      every input token see all of it, and after the drop the head sees the input's L positions only:
+      GPT2ForSequenceClassification and LlamaForSequenceClassification find the last non-pad token from
+      input_ids (length L) and index the hidden states with it, which stays right (PEFT's inputs_embeds
+      route makes them pool position -1, a pad token under right padding); a causal LM's logits line up
+      with its labels as without a prompt (x_1 is not predicted, as in the base model). GPT-2's
+      positions are absolute (n_positions, check_room), Llama's rotary. Step-by-step decoding with a
+      filled cache would prepend the prompt again at every step: refused (run whole sequences).
   T5: the prompt goes in front of the encoder's input (relative positions: no length limit); the
       decoder's cross-attention mask is extended to match, also when the encoder ran separately
       (train.score_candidates calls model.get_encoder() first).
@@ -32,8 +43,10 @@ import torch
 import torch.nn as nn
 
 MODULE_NAME = "prompt"  # under model.base_model
-BERT_FAMILY = ("bert", "roberta", "xlm-roberta")
+BERT_FAMILY = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2")
 T5_FAMILY = ("t5", "mt5")
+DECODERS = ("gpt2", "llama")
+RELATIVE_POSITIONS = T5_FAMILY + ("llama",)  # T5's position buckets, Llama's rotary embeddings
 RANDOM_RANGE = 0.5  # the authors' code: prefix_shared.uniform_(-0.5, 0.5)
 
 
@@ -60,10 +73,12 @@ class PromptEmbedding(nn.Module):
 def position_room(model):
     """How many positions inputs + prompt may use (None: relative positions, no limit)."""
     config = model.config
-    if config.model_type not in BERT_FAMILY:
+    if config.model_type in RELATIVE_POSITIONS:
         return None
-    room = config.max_position_embeddings
-    if config.model_type != "bert":  # RoBERTa counts positions from padding_idx + 1
+    if config.model_type == "deberta-v2" and not config.position_biased_input:  # relative positions only
+        return None
+    room = config.max_position_embeddings  # GPT-2: n_positions
+    if config.model_type in ("roberta", "xlm-roberta"):  # RoBERTa counts positions from padding_idx + 1
         room -= config.pad_token_id + 1
     return room
 
@@ -86,9 +101,9 @@ def check_room(model, max_length):
 def check(model, cfg):
     """Refuse what cannot work, before the model is touched."""
     model_type = model.config.model_type
-    if model_type not in BERT_FAMILY + T5_FAMILY:
+    if model_type not in BERT_FAMILY + T5_FAMILY + DECODERS:
         raise ValueError(
-            f"prompt-tuning supports {', '.join(BERT_FAMILY + T5_FAMILY)} models, not {model_type!r}; "
+            f"prompt-tuning supports {', '.join(BERT_FAMILY + T5_FAMILY + DECODERS)} models, not {model_type!r}; "
             "use one of those backbones or another method"
         )
     room = position_room(model)
@@ -126,15 +141,29 @@ def _prepend(model, prompt, call):
     return call
 
 
-def _bert_hook(module, args, kwargs):
+def _base_hook(module, args, kwargs):
+    """Pre-hook on the base model of the BERT family and of the decoders: the prompt goes in front."""
     prompt = getattr(module, MODULE_NAME)
     call = _bound(module.forward, args, kwargs)
     if call.get("position_ids") is not None:
         raise ValueError("prompt-tuning: explicit position_ids cannot account for the prompt; leave them out")
+    cache = call.get("cache", call.get("past_key_values"))
+    if cache is not None and cache.get_seq_length() > 0:
+        raise ValueError("prompt-tuning: decoding step by step with a filled cache would prepend the prompt at "
+                         "every step; run whole sequences instead (use_cache=False, score candidates by their loss)")
     given = call.get("input_ids") if call.get("input_ids") is not None else call.get("inputs_embeds")
-    if given is not None and prompt.weight.shape[0] + given.shape[1] > position_room(module):
+    room = position_room(module)
+    if given is not None and room is not None and prompt.weight.shape[0] + given.shape[1] > room:
         check_room(module, given.shape[1])  # raises, naming the fix
     return (), _prepend(module, prompt, call)
+
+
+def _drop_prompt_states(module, args, output):
+    """Decoders: the head sees the input's positions only, so that indices from input_ids (the last non-pad
+    token) and labels line up with the hidden states as without a prompt."""
+    n = getattr(module, MODULE_NAME).weight.shape[0]
+    output.last_hidden_state = output.last_hidden_state[:, n:]  # ModelOutput: also its [0] and ["..."]
+    return output
 
 
 def _t5_encoder_hook(module, args, kwargs):
@@ -164,8 +193,10 @@ def add_prompt(model, cfg):
     prompt = PromptEmbedding(cfg.prompt_tokens, d, cfg.prompt_init, embeddings.weight.detach())
     prompt.to(device=embeddings.weight.device, dtype=embeddings.weight.dtype)
     base.add_module(MODULE_NAME, prompt)
-    if model.config.model_type in BERT_FAMILY:
-        base.register_forward_pre_hook(_bert_hook, with_kwargs=True)
+    if model.config.model_type in BERT_FAMILY + DECODERS:
+        base.register_forward_pre_hook(_base_hook, with_kwargs=True)
+        if model.config.model_type in DECODERS:
+            base.register_forward_hook(_drop_prompt_states)
     else:
         encoder = model.get_encoder()
         object.__setattr__(encoder, "adapterlab_prompt", prompt)  # not a submodule: one name for the prompt

@@ -2,7 +2,7 @@
 
 A definition turns a family's tidy table (data/results/<profile>/<family>.csv) into a `Figure`: plain
 data, no drawing library. Its named views ("score", "change vs. no removal", "seed 1" ...) each hold
-their marks: `Series` of points with ±2 SE over seeds (a difference to full fine-tuning is paired by
+their marks: `Series` of points with a 95% interval over seeds (t, n - 1 df) (a difference to full fine-tuning is paired by
 seed), ✕ on the runs that did not converge, reference lines, a heatmap, titles that say how to read
 them ("one trained model, no error bars"). adapterlab.report.plots renders any Figure as a PNG and as
 interactive HTML, and adapterlab.report.widgets lists the same views, so the three cannot drift apart.
@@ -40,7 +40,7 @@ LINE_ORDER = ("adapters", "full", "top-k", "layernorm", "bitfit", "pfeiffer", "a
 
 @dataclass
 class Series:
-    """One legend entry: points (y already × SCALE) with the half-width of their 2-SE band or bars (`err`,
+    """One legend entry: points (y already × SCALE) with the half-width of their 95% band or bars (`err`,
     None for single runs) and the runs that did not converge (`bad_x`, `bad_y`), drawn as ✕ in its colour."""
     name: str
     x: list
@@ -104,9 +104,10 @@ def _style(keys, key):
     return colors(keys)[labels.method_line(str(key))]
 
 
-def two_se(values):
-    """2 × the standard error of the mean over seeds (stats' one-sample SE; NaN for a single run)."""
-    return 2 * stats.welch(values, 0.0).se
+def ci95(values):
+    """The half-width of the 95% interval of the mean over seeds: t_{0.975, n-1} x SE (4.30 SE for three
+    seeds, where 2 SE would cover about 82%); NaN for a single run."""
+    return stats.welch(values, 0.0).half_width(0.95)
 
 
 def _converged(rows):
@@ -114,9 +115,9 @@ def _converged(rows):
 
 
 def _series(name, rows, x, y, style, **kw):
-    """The seed means of `y` at each `x` with ±2 SE, and ✕ on each run that did not converge."""
+    """The seed means of `y` at each `x` with their 95% interval (t, n - 1 df), and ✕ on each run that did not converge."""
     g, bad = rows.groupby(x, sort=True)[y], rows[~_converged(rows)]
-    err = g.agg(two_se) * SCALE
+    err = g.agg(ci95) * SCALE
     return Series(name, list(g.mean().index), list(g.mean() * SCALE), None if err.isna().all() else list(err),
                   list(bad[x]), list(bad[y] * SCALE), *style, **kw)
 
@@ -130,7 +131,7 @@ def _check(df, needed, family):
 def _noise(rows):
     """How to read a view's marks, for its title: what a point is, and what ✕ means."""
     seeds = sorted(rows["seed"].unique()) if "seed" in rows else []
-    text = f"mean of {len(seeds)} seeds ± 2 SE" if len(seeds) > 1 else f"seed {seeds[0]} only: no error bars"
+    text = f"mean of {len(seeds)} seeds, 95% CI (t, {len(seeds) - 1} df)" if len(seeds) > 1 else f"seed {seeds[0]} only: no error bars"
     return text + "; ✕ a run that did not converge" * bool((~_converged(rows)).any())
 
 
@@ -190,7 +191,7 @@ def layer_removal(df, span=None):
 
 def init_scale(df):
     """Houlsby Fig. 6 right: the validation score against the adapters' init std, one line per task.
-    Views: the seed mean ± 2 SE, then each seed alone (its title names the seed). Rows whose `source` is
+    Views: the seed mean with its 95% interval, then each seed alone (its title names the seed). Rows whose `source` is
     "extra" (trained live in the explorer) are open diamonds, kept out of the mean."""
     _check(df, ["task", "init_std", "value", "seed"], "init_scale")
     extra = df["source"].eq("extra") if "source" in df else pd.Series(False, index=df.index)
@@ -198,7 +199,7 @@ def init_scale(df):
     seeds = sorted(sweep["seed"].unique())
     views = {}
     each = [(f"seed {s}", sweep[sweep["seed"] == s]) for s in seeds] if len(seeds) > 1 else []
-    for mode, rows in [("mean ± 2 SE", sweep), *each]:
+    for mode, rows in [("mean, 95% CI", sweep), *each]:
         view = views[mode] = View(f"Houlsby adapters: {split} score vs. initial weight scale\n{_noise(rows)}",
                                   "standard deviation of the adapter weights at initialisation (log scale)",
                                   f"{split} " + labels.metric_label(str(df["metric"].iloc[0])))
@@ -275,7 +276,7 @@ def param_performance(df):
 
 def low_resource(df):
     """Compacter Fig. 4: the test score against the number of training examples, one line per method
-    (seed mean ± 2 SE); a second view shows each method minus full fine-tuning, paired by seed."""
+    (seed mean, 95% CI); a second view shows each method minus full fine-tuning, paired by seed."""
     _check(df, ["task", "method", "train_size", "seed", "value"], "low_resource")
     split, views = families.SPLITS["low_resource"], {}
     for t, rows, prefix in _per_task(df):
@@ -349,7 +350,7 @@ FIGURES = {
                            {"layer_removal_heatmap": ["score"],
                             "layer_removal_heatmap_relative": ["change vs. no removal"]},
                            {"layer_removal_heatmap": None}),
-    "init_scale": Entry(init_scale, "init_scale.csv", {"init_scale": ["mean ± 2 SE"]}, {"init_scale": None}),
+    "init_scale": Entry(init_scale, "init_scale.csv", {"init_scale": ["mean, 95% CI"]}, {"init_scale": None}),
     "param_performance": Entry(param_performance, "param_performance.csv",
                                {"param_performance_params": ["vs. full fine-tuning"],
                                 "param_performance_tradeoff": ["% trained, memory"]},

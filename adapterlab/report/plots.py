@@ -4,7 +4,7 @@
     html(figure, views=None)   plotly: buttons switch between the named views (default: all)
     save_figure(fig, name, profile)   figures/<profile>/<name>.png or .html, the same bytes every time
 
-Both draw exactly a View's marks and compute nothing: points with a 2-SE band (joined) or error bars,
+Both draw exactly a View's marks and compute nothing: points with a 95% band (joined) or error bars,
 a ✕ in the series' colour (and legend entry) on each run that did not converge, reference lines, a
 heatmap. Artists carry gid (matplotlib) or meta (plotly) "series:<name>", "bad:<name>", "err:<name>",
 so tests/report/test_figure_parity.py can check that both show the same. HTML files share one plotly.js.
@@ -219,7 +219,7 @@ def _traces(view):
                                      showlegend=False, legendgroup=s.name, meta=f"err:{s.name}"))
         notes = [" · ".join(p for p in parts if p) for parts in zip(
             s.text or [""] * len(s.x), s.hover or [""] * len(s.x),
-            [f"± {e:.2f} (2 SE)" if e == e else "one run" for e in s.err or [np.nan] * len(s.x)])]
+            [f"± {e:.2f} (95% CI)" if e == e else "one run" for e in s.err or [np.nan] * len(s.x)])]
         traces.append(go.Scatter(
             x=s.x, y=s.y, mode="lines+markers" if s.line else "markers", name=s.name, legendgroup=s.name, text=notes,
             meta=f"series:{s.name}", line=dict(color=s.color, width=2.5),

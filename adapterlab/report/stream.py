@@ -128,7 +128,9 @@ def summary(result):
         stored = bill[(bill["learner"] == learner) & (bill["tasks"] == bill["tasks"].max())].iloc[0]
         rows.append(dict(learner=learner, order=order, order_name=order_name(result.settings.orders[order]),
                          mean_forgetting=diff.estimate, se=diff.se, ci_low=low, ci_high=high,
-                         forgets=bool(diff.se > 0 and low > 0), small=bool(stats.equivalent(diff)),
+                         forgets=bool(diff.se > 0 and low > 0),
+                         # an adapter's recall is exact: no example changed, a drop of exactly zero, is small
+                         small=bool(stats.equivalent(diff) or (diff.se == 0 and diff.estimate == 0)),
                          beyond_noise=int(g["beyond_noise"].sum()), drops=len(g),
                          bytes=int(stored["bytes"]), per_model=float(stored["per_model"])))
     return pd.DataFrame(rows)
@@ -192,7 +194,8 @@ def figure_storage(result, order=0):
 
 
 def figure_forgetting(result):
-    """Forgetting per task (mean over seeds) with the mean paired 2 SE as error bars, per learner and order."""
+    """Forgetting per task (mean over seeds) with its 95% interval as error bars (the paired by-example SEs
+    combined; normal, each on hundreds of examples), per learner and order."""
     import matplotlib.pyplot as plt
 
     frame = forgetting_all(result)
@@ -205,12 +208,12 @@ def figure_forgetting(result):
         for k, learner in enumerate(LEARNERS):
             by = g[g["learner"] == learner].groupby("task", sort=False)
             means = by["drop"].mean().reindex(tasks)
-            noise = (2 * np.sqrt((by["se"].apply(lambda x: (x ** 2).sum())) / by.size() ** 2)).reindex(tasks)
+            noise = (stats.Z_TWO_SIDED * np.sqrt((by["se"].apply(lambda x: (x ** 2).sum())) / by.size() ** 2)).reindex(tasks)
             ax.bar(np.arange(len(tasks)) + (k - 1) * width, 100 * means, width, yerr=100 * noise, capsize=3,
                    label=LEARNER_NAMES[learner])
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(range(len(tasks)), [short_name(t) for t in tasks], fontsize=8)
-        ax.set_ylabel("forgetting (points; +2 paired SE)")
+        ax.set_ylabel("forgetting (points; 95% CI, paired by example)")
         ax.set_title(f"order {order + 1}: {order_name(result.settings.orders[order])}", fontsize=9)
     axes[0][0].legend(fontsize=7)
     return fig

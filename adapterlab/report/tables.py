@@ -79,10 +79,19 @@ def run_columns(record):
     rules.convergence defines them."""
     c = record["config"]["train"]
     gain, se = rules.last_third_gain(record["curve"])
-    return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"],
+    return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"], **example_bits(record),
                 final_train_loss=record["curve"][-1]["train_loss"] if record["curve"] else None,
                 converged=bool(record["converged"]), plateau_gain=gain, plateau_se=se,
                 class_entropy=record.get("class_entropy"), rule_version=rules.stored_rule_version(record))
+
+
+def example_bits(record):
+    """Per-example correctness of the state a run tested (train.correct_bits, hex) on both splits, with the
+    number of examples: what the findings' intervals resample for test-set noise (stats.two_level). The
+    validation bits are those of the first best validation point, the state train keeps and tests."""
+    best = max(record["curve"], key=lambda p: p["validation"]) if record.get("curve") else {}
+    return dict(test_correct=record.get("test_correct"), test_examples=record.get("test_examples"),
+                validation_correct=best.get("correct"), validation_examples=best.get("examples"))
 
 
 def _frame(rows, family):
@@ -460,30 +469,33 @@ def build_low_resource(profile, records):
 
 def budget_control(profile, family):
     """The family's budget controls (planning.budget_controls) as they stand in the store: one row per
-    control trained, with its 1x run. Columns: family, task, method, label, entry, seed, lr, steps, steps_2x,
-    value, value_2x (test metric of each), gain (value_2x - value, paired by example on the test split),
-    gain_se, converged, converged_2x, split, budget_rule (the version of the rule that judges the rows
-    together: stats.budget_enough). Empty when the family has no controls."""
+    control trained, with its 1x run, both scored on the validation split (budget rule 3: the test split
+    decides nothing but the final verdicts). Columns: family, task, method, label, entry, arm (the entry's
+    position: 0 is the reference arm), arms (the number of entries), seed, lr, steps, steps_2x, value, value_2x (validation metric of each),
+    validation_correct, validation_correct_2x (their per-example bits), validation_examples, converged,
+    converged_2x, split, budget_rule (the version of the rule that judges the rows: stats.budget_verdict).
+    Empty when the family has no controls."""
 
     p = profiles_module.resolve(profile)
     lookup = planning.store_lookup(running.store_of(p), p, family)
     stage1 = [(c, lookup(c)) for c in planning.plan(p, family)]
     chosen = planning.choose_lrs([r for _, r in stage1 if r is not None])
+    entries = [str(e) for e in p.settings(family).budget_control]
     rows = []
     for base, control in planning.budget_controls(p, family, chosen):
         r1, r2 = lookup(base), lookup(control)
         if r1 is None or r2 is None:
             continue
-        if r1.get("test_correct") and r2.get("test_correct"):
-            diff = stats.by_example(r1["test_correct"], r2["test_correct"], r1["test_examples"])
-            gain, se = diff.estimate, diff.se
-        else:  # records without per-example bits (not accuracy): the gain is not measurable
-            gain, se = r2["test"] - r1["test"], math.nan
+        bits1, bits2 = example_bits(r1), example_bits(r2)
+        entry = str(planning._CONTROL_ENTRY[family](base))
         rows.append(dict(family=family, task=base.task, method=base.method, label=method_label(_method(base)),
-                         entry=str(planning._CONTROL_ENTRY[family](base)), seed=base.train.seed, lr=base.train.lr,
-                         steps=r1["steps"], steps_2x=r2["steps"], value=r1["test"], value_2x=r2["test"],
-                         gain=gain, gain_se=se, converged=bool(r1["converged"]), converged_2x=bool(r2["converged"]),
-                         split="test", budget_rule=stats.BUDGET_RULE_2))
+                         entry=entry, arm=entries.index(entry), arms=len(entries), seed=base.train.seed, lr=base.train.lr,
+                         steps=r1["steps"], steps_2x=r2["steps"], value=r1["validation"], value_2x=r2["validation"],
+                         validation_correct=bits1["validation_correct"],
+                         validation_correct_2x=bits2["validation_correct"],
+                         validation_examples=bits1["validation_examples"], converged=bool(r1["converged"]),
+                         converged_2x=bool(r2["converged"]), split="validation",
+                         budget_rule=stats.BUDGET_RULE_VERSION))
     return pd.DataFrame(rows)
 
 

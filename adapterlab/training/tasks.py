@@ -24,6 +24,8 @@ Tasks (see TASKS):
                 GLUE hides its test labels, so test = the official dev set and
                 validation = a seeded 10% of the official train set (stratified
                 by class; at most 2,000 examples), train = the rest.
+    your data   a .csv, .tsv, .jsonl or .parquet file, or hf:NAME[:CONFIG]: files.py
+                reads, checks and splits it; load_task makes it a Task like the others.
 
 Each split is a `datasets.Dataset` with the text fields and a "label" column
 (class id, or a float score for regression). Splits are fixed by seeds in this
@@ -48,6 +50,8 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from sklearn.model_selection import train_test_split
 from transformers import DataCollatorForSeq2Seq, DataCollatorWithPadding
+
+from . import files
 
 SPLIT_SEED = 1234  # fixes every split in this file; independent of the run's seed
 GLUE_VALIDATION_FRACTION = 0.1
@@ -438,6 +442,19 @@ TASKS = {  # name -> one-line description
 }
 
 
+def _load_data(spec: str) -> Task:
+    """A data file or hub dataset as a Task (files.py reads, checks and splits it)."""
+    return _load_data_once(spec, files.stamp(spec))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_data_once(spec: str, stamp: tuple) -> Task:
+    """Cached on the files' size and time, so a run's second load_task (train.build) reads nothing."""
+    data = files.read_source(spec, split_seed=SPLIT_SEED)
+    splits = {split: _to_dataset(frame, data.text_fields, data.label_names) for split, frame in data.splits.items()}
+    return Task(data.name, data.text_fields, data.label_names, "accuracy", splits, data.note)
+
+
 @functools.lru_cache(maxsize=8)
 def _load_full(name: str, glue_dir: str | None) -> Task:
     """The full task; cached because GLUE files are large and splits never change."""
@@ -452,6 +469,8 @@ def _load_full(name: str, glue_dir: str | None) -> Task:
 
 def num_labels(name: str) -> int:
     """A task's number of classes (1: regression), without reading GLUE's files: their specs know."""
+    if files.is_source(name):  # a data file or hf: name: its colons and options are not a metric
+        return load_task(name).num_labels
     name = name.partition(":")[0]
     if name.startswith("glue/") and name.removeprefix("glue/") in GLUE:
         label_names = GLUE[name.removeprefix("glue/")].label_names
@@ -470,22 +489,32 @@ def subsample(dataset: datasets.Dataset, n: int, seed: int) -> datasets.Dataset:
     return dataset.select(order[:n])
 
 
-def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir: str | None = None) -> Task:
+def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir: str | None = None,
+              **data_options) -> Task:
     """Load a task by name (see TASKS). `train_size` keeps a seeded subset of
     train; `glue_dir` (or ADAPTERLAB_GLUE_DIR) points at local GLUE TSV files.
 
     "name:metric" makes `metric` the primary one (reported, and used to keep the best state
     on validation): "glue/cola:accuracy" is CoLA as Houlsby's Figs. 4 and 6 plot it, where
-    GLUE itself scores CoLA by MCC (still reported as an extra metric)."""
-    name, _, metric = name.partition(":")
-    if metric and metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r} in the task name; choose one of {', '.join(METRICS)}")
-    if name.startswith(TWEET_TASK_PREFIX):
-        tweet_task(name)  # an unknown domain: the error lists the domains
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
-    glue_dir = glue_dir or os.environ.get("ADAPTERLAB_GLUE_DIR") or None
-    task = _load_full(name, str(glue_dir) if glue_dir and name.startswith("glue/") else None)
+    GLUE itself scores CoLA by MCC (still reported as an extra metric).
+
+    Your own data: a .csv, .tsv, .jsonl or .parquet file, or hf:NAME[:CONFIG], with the
+    data_options text_columns, label_column, validation and test (files.py; scored by accuracy)."""
+    if files.is_source(name) or data_options:
+        task, metric = _load_data(files.spec(name, **data_options)), ""
+    else:
+        name, _, metric = name.partition(":")
+        if metric and metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r} in the task name; choose one of {', '.join(METRICS)}")
+        if name.startswith(TWEET_TASK_PREFIX):
+            tweet_task(name)  # an unknown domain: the error lists the domains
+        if name not in TASKS:
+            if Path(name).is_file():
+                files.check_format(name)  # a data file with another extension: say which ones we read
+            raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}; "
+                             f"or give a data file ({', '.join(files.FORMATS)}) or hf:NAME")
+        glue_dir = glue_dir or os.environ.get("ADAPTERLAB_GLUE_DIR") or None
+        task = _load_full(name, str(glue_dir) if glue_dir and name.startswith("glue/") else None)
     splits = dict(task.splits)  # a copy: the cached task stays whole
     note = task.note
     if train_size is not None:

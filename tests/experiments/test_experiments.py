@@ -343,7 +343,16 @@ def test_the_table_keeps_the_stored_verdict_and_recomputes_the_gain_from_the_cur
                                            {"step": 9, "train_loss": 0.2, "validation": 0.505}]}
     assert tables.run_columns(record) == dict(seed=3, lr=0.1, steps=9, final_train_loss=0.2, converged=False,
                                               plateau_gain=pytest.approx(0.005), plateau_se=None,
-                                              class_entropy=1.0, rule_version=3)
+                                              class_entropy=1.0, rule_version=3, test_correct=None,
+                                              test_examples=None, validation_correct=None,
+                                              validation_examples=None)
+    # the per-example bits the findings resample: the test bits, and the best validation point's
+    record = dict(record, test_correct="a0", test_examples=3)
+    record["curve"][0].update(correct="c0", examples=3)
+    columns = tables.run_columns(record)
+    assert (columns["test_correct"], columns["validation_correct"], columns["validation_examples"]) == ("a0", None, None)
+    record["curve"][0]["validation"] = 0.6  # now the first point is the best: its bits are the ones kept
+    assert tables.run_columns(record)["validation_correct"] == "c0"
 
 
 TINY = {"bert-base-uncased": "tiny", "t5-base": "tiny-t5"}
@@ -423,8 +432,15 @@ def test_a_budget_control_is_its_run_at_twice_the_steps_with_as_many_validations
     assert pairs, f"the default {family} has budget controls"
     complete = planning.plan("default", family, chosen)
     assert [c for _, c in pairs] == complete[-len(pairs):]  # trained with the family, listed last
+    s = profiles.get("default").settings(family)
+    entries = list(s.budget_control)
+    assert {str(planning._CONTROL_ENTRY[family](base)) for base, _ in pairs} == set(map(str, entries))
+    for entry in entries:  # every seed of the entry's runs trains a control, once
+        seeds = [base.train.seed for base, _ in pairs if planning._CONTROL_ENTRY[family](base) == entry]
+        assert seeds == sorted(set(seeds)) and set(seeds) == {c.train.seed for c in complete[:-len(pairs)]
+                                                             if planning._CONTROL_ENTRY[family](c) == entry}
     for base, control in pairs:
-        assert base in complete and base.train.seed == 0
+        assert base in complete
         assert control.train.max_steps == 2 * base.train.max_steps
         assert control.train.eval_every == 2 * base.train.eval_every  # the same number of validations
         assert replace(control, train=base.train) == base  # nothing else changes
@@ -436,7 +452,8 @@ def test_budget_controls_wait_for_the_learning_rate_choice():
     """Before the grid has chosen, a control of a grid method is not planned (it would train at a rate
     the family may not use); after, it is."""
     assert planning.budget_controls("default", "low_resource") == []
-    assert len(planning.budget_controls("default", "low_resource", _every_grid_chosen("default", "low_resource"))) == 2
+    chosen = _every_grid_chosen("default", "low_resource")
+    assert len(planning.budget_controls("default", "low_resource", chosen)) == 2 * 3  # two entries, three seeds
 
 
 def test_a_budget_control_that_names_no_run_is_an_error_naming_the_fix():
@@ -451,23 +468,26 @@ def test_low_resource_chooses_on_the_mean_of_two_seeds_and_houlsby_keeps_one_see
     trials = {(c.method, c.train.lr, c.train.seed) for c in stage1 if c.train_size == s.lr_choice_size}
     assert trials == {(m, lr, seed) for m in s.methods for lr in s.lr_grid[m] for seed in (0, 1)}
     complete = planning.plan("default", "low_resource", _every_grid_chosen("default", "low_resource"))
-    main = complete[:-2]
+    main = complete[:-6]  # the budget controls: two entries, three seeds
     assert {c.train.seed for c in main if c.method == "houlsby" and c.train_size != s.lr_choice_size} == {0}
     assert {c.train.seed for c in main if c.method == "compacter++"} == {0, 1, 2}
     assert {c.train.max_steps for c in main} == {375}  # the same steps at every size, as Fig. 4's protocol
     # mean over the two seeds decides: a rate best on one seed but worse on average loses
     records = [{"config": c.to_dict(), "validation": v} for c, v in
-               zip([c for c in stage1 if c.method == "full"], [0.80, 0.70, 0.76, 0.77])]  # (1e-4: s0, s1), (3e-4: s0, s1)
+               zip([c for c in stage1 if c.method == "full"], [0.60, 0.60, 0.80, 0.70, 0.76, 0.77])]
+    # (3e-5: s0, s1), (1e-4: s0, s1), (3e-4: s0, s1)
+    assert [c.train.lr for c in stage1 if c.method == "full"] == [3e-5, 3e-5, 1e-4, 1e-4, 3e-4, 3e-4]
     assert list(planning.choose_lrs(records).values()) == [3e-4]
 
 
-def test_smoke_budget_control_table_pairs_the_two_runs_on_the_test_split(smoke):
+def test_smoke_budget_control_table_pairs_each_seeds_two_runs_on_validation(smoke):
     budget = smoke["results"]["init_scale"].budget
-    assert len(budget) == 1
-    row = budget.iloc[0]
-    assert row["steps_2x"] == 2 * row["steps"] and row["split"] == "test"
-    assert row["gain"] == pytest.approx(row["value_2x"] - row["value"])  # paired by example: the same difference
-    assert row["budget_rule"] == stats.BUDGET_RULE_2
+    assert list(budget["seed"]) == list(SMOKE.init_scale.seeds)  # every seed trains a control
+    assert (budget["steps_2x"] == 2 * budget["steps"]).all() and (budget["split"] == "validation").all()
+    assert (budget["arm"] == 0).all() and (budget["arms"] == 1).all()  # one entry: the model's own move
+    assert budget["validation_correct"].map(type).eq(str).all()
+    assert budget["validation_correct_2x"].map(type).eq(str).all()
+    assert (budget["budget_rule"] == stats.BUDGET_RULE_VERSION).all()
     assert (smoke["out"] / "data" / "results" / "smoke" / "init_scale_budget_control.csv").exists()
     # the controls are not rows of the family's own table
     assert len(smoke["frames"]["init_scale"]) == len(SMOKE.init_scale.stds) * len(SMOKE.init_scale.seeds)

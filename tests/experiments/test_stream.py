@@ -12,15 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from adapterlab.experiments import stream
+from adapterlab.experiments import profiles, stream
 from adapterlab.report import stream as stream_report
 from adapterlab.training.backbones import load_backbone
 from adapterlab.methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter
 from adapterlab.experiments.results import ResultStore
 
 ORDERS = (("airline", "tweets/deflategate", "tweets/apple"), ("airline", "tweets/apple", "tweets/deflategate"))
-SMALL = replace(stream.STREAM_SETTINGS["smoke"], orders=ORDERS, seeds=(0,), train=dict(max_steps=4, eval_every=2),
+SMALL = replace(profiles.PROFILES["smoke"].stream, orders=ORDERS, seeds=(0,), train=dict(max_steps=4, eval_every=2),
                 swap_repeats=3, load_repeats=2)
+SMALL_SMOKE = replace(profiles.PROFILES["smoke"], stream=SMALL)  # the smoke profile with the small stream
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def out(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         folder = tmp_path_factory.mktemp("stream")
         mp.setenv("ADAPTERLAB_OUT", str(folder))
-        mp.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+        mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         executed = []
         original = stream.execute
         mp.setattr(stream, "execute", lambda step, *a, **k: executed.append(step.id) or original(step, *a, **k))
@@ -50,7 +51,7 @@ def test_an_interrupted_stream_resumes_without_redoing_steps(out):
 
 
 def test_shared_work_runs_once(monkeypatch):
-    monkeypatch.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
     s = SMALL
     all_steps = stream.steps("smoke")
     kinds = [st.kind for st in all_steps]
@@ -142,7 +143,7 @@ def test_every_step_records_its_seconds_for_the_from_scratch_sum(out):
     (a KeyError when the README's findings were written): every kind of step must say what it cost."""
     from adapterlab.report import findings
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+        mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
         records = findings.stored_runs("smoke", "stream")
         assert {r["step"] for r in records} == {"sequential", "adapter", "recall", "serving"}
@@ -155,7 +156,7 @@ def test_every_step_records_its_seconds_for_the_from_scratch_sum(out):
 def test_the_sweep_worker_path_gives_the_same_record(out, tmp_path):
     step = stream.adapter_step(SMALL, "tweets/apple", 0)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+        mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
         result = stream.run_step(stream.worker_spec(step, "smoke"))
         stored = out["result"].record(step)
@@ -208,7 +209,7 @@ def test_a_sequential_step_without_its_predecessor_names_it(tmp_path):
 
 def test_reading_an_empty_store_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
-    monkeypatch.setitem(stream.STREAM_SETTINGS, "smoke", SMALL)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
     with pytest.raises(ValueError, match=r"lacks \d+ step\(s\).*run_stream\('smoke'\)"):
         stream.load("smoke")
 

@@ -312,9 +312,10 @@ def test_adapters_can_train_with_layernorms_frozen():
 
 
 def test_unsupported_architecture_lists_what_is_supported():
-    from transformers import GPT2Config, GPT2LMHeadModel
-    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50))
-    with pytest.raises(ValueError, match=r"unsupported architecture 'gpt2'; adapterlab supports bert, .*t5"):
+    from transformers import OPTConfig, OPTForCausalLM
+    model = OPTForCausalLM(OPTConfig(num_hidden_layers=1, hidden_size=16, ffn_dim=32, num_attention_heads=2,
+                                     vocab_size=50, word_embed_proj_dim=16))
+    with pytest.raises(ValueError, match=r"unsupported architecture 'opt'; adapterlab supports bert, .*t5"):
         al.adapt(model, "houlsby")
 
 

@@ -35,7 +35,7 @@ def param_performance_df():
             ("bitfit", "bitfit", "bitfit", 27_267), ("compacter", "compacter", "compacter n=4 m=64", 27_331),
             ("layernorm", "layernorm", "layernorm", 500), ("full", "full", "full", 200_000)]
     rows = [dict(task="t1", method=m, family=f, label=lab, trainable=p, percent=100 * p / 200_000, metric="accuracy",
-                 value=0.8 + 0.01 * np.log10(p) + 0.01 * seed, seed=seed, peak_memory_mb=1000 + p / 1000,
+                 value=0.8 + 0.01 * np.log10(p) + 0.01 * seed * (1 + np.log10(p) / 10), seed=seed, peak_memory_mb=1000 + p / 1000,
                  converged=not (m == "bitfit" and seed == 1), baseline=0.6)
             for m, f, lab, p in spec for seed in (0, 1)]
     df = pd.DataFrame(rows)
@@ -63,31 +63,32 @@ def series(view, name):
 
 # --------------------------------------------------------------------------- the noise a figure shows
 
-def test_two_se_is_twice_the_standard_error_of_the_mean():
+def test_the_band_is_the_95_percent_t_interval_of_the_mean():
     # sd of (1, 2, 3) with ddof 1 is 1, so SE = 1/sqrt(3); one run has no SE at all
-    assert figures.two_se([1, 2, 3]) == pytest.approx(2 / np.sqrt(3))
-    assert np.isnan(figures.two_se([0.8]))
+    assert figures.ci95([1, 2, 3]) == pytest.approx(4.302653 / np.sqrt(3))  # t_{0.975, 2} x SE, SE = 1 / sqrt(3)
+    assert np.isnan(figures.ci95([0.8]))
 
 
 def test_init_scale_views_mean_then_each_seed_and_each_title_says_how_to_read_it():
     figure = figures.define("init_scale", init_scale_df())
-    assert list(figure.views) == ["mean ± 2 SE", "seed 0", "seed 1", "seed 2"]
-    mean = series(figure.views["mean ± 2 SE"], "t1")
-    assert mean.err == pytest.approx([200 * 0.01 / np.sqrt(3)] * 4)  # seeds 0.01 apart: sd 0.01, x SCALE x 2
+    assert list(figure.views) == ["mean, 95% CI", "seed 0", "seed 1", "seed 2"]
+    mean = series(figure.views["mean, 95% CI"], "t1")
+    # seeds 0.01 apart: sd 0.01, SE 0.01 / sqrt(3), x SCALE, x t_{0.975, 2} = 4.3027
+    assert mean.err == pytest.approx([100 * 4.302653 * 0.01 / np.sqrt(3)] * 4)
     assert mean.bad_x == [1e-6, 1e-4, 1e-2, 1.0]  # seed 1 never converged: one ✕ per std, at its own value
-    assert "mean of 3 seeds ± 2 SE" in figure.views["mean ± 2 SE"].title
+    assert "mean of 3 seeds, 95% CI (t, 2 df)" in figure.views["mean, 95% CI"].title
     one = figure.views["seed 2"]
     assert "seed 2 only: no error bars" in one.title and series(one, "t1").err is None
     # the explorer narrowed to one seed: the title names it
     picked = figures.define("init_scale", init_scale_df(seeds=(1,)))
-    assert list(picked.views) == ["mean ± 2 SE"] and "seed 1 only: no error bars" in picked.views["mean ± 2 SE"].title
+    assert list(picked.views) == ["mean, 95% CI"] and "seed 1 only: no error bars" in picked.views["mean, 95% CI"].title
 
 
 def test_init_scale_keeps_rows_trained_live_out_of_the_mean():
     df = init_scale_df()
     extra = pd.DataFrame([dict(task="t1", init_std=1e-3, seed=5, metric="accuracy", value=0.1, source="extra")])
-    view = figures.define("init_scale", pd.concat([df, extra], ignore_index=True)).views["mean ± 2 SE"]
-    assert series(view, "t1").y == series(figures.define("init_scale", df).views["mean ± 2 SE"], "t1").y
+    view = figures.define("init_scale", pd.concat([df, extra], ignore_index=True)).views["mean, 95% CI"]
+    assert series(view, "t1").y == series(figures.define("init_scale", df).views["mean, 95% CI"], "t1").y
     assert series(view, "t1: trained live").y == [10.0]
 
 
@@ -96,7 +97,7 @@ def test_low_resource_difference_to_full_is_paired_by_seed():
     view = figures.define("low_resource", low_resource_df()).views["minus full fine-tuning"]
     s = series(view, "Compacter++")
     assert [v.name for v in view.series] == ["Compacter++"]  # full minus itself is the 0 line, not a series
-    assert s.y == pytest.approx([-2.0, -2.0]) and s.err == pytest.approx([2 * 2 / np.sqrt(3)] * 2)
+    assert s.y == pytest.approx([-2.0, -2.0]) and s.err == pytest.approx([4.302653 * 2 / np.sqrt(3)] * 2)
     assert s.bad_x == [100] * 3 and "paired by seed" in view.title
     assert ("full fine-tuning", 0.0, figures.colors(["full"])["full"][0]) in view.hlines
 
@@ -215,9 +216,9 @@ def test_init_scale_explorer_names_a_single_seed_and_trains_an_extra_std_on_clic
 
     box = widgets.explorer("init_scale", init_scale_df(), live=True, train_extra=train_extra, estimate_seconds=42)
     e = box.explorer
-    assert calls == [] and list(e.view.options) == ["mean ± 2 SE", "seed 0", "seed 1", "seed 2"]
+    assert calls == [] and list(e.view.options) == ["mean, 95% CI", "seed 0", "seed 1", "seed 2"]
     e.pickers["seed"].value = (2,)
-    assert list(e.view.options) == ["mean ± 2 SE"] and "seed 2 only" in e.shown.title
+    assert list(e.view.options) == ["mean, 95% CI"] and "seed 2 only" in e.shown.title
     std, task, seed, button, status = box.children[2].children
     button.click()
     assert len(calls) == 1 and (e.table["source"] == "extra").sum() == 1

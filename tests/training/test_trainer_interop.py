@@ -1,0 +1,41 @@
+"""adapterlab with transformers.Trainer: al.adapt, then Trainer's own loop, leaves the frozen weights as
+they were and moves the adapters; save_trained makes the result servable. This is the README's Python
+path ("Your own model and data"), on the tiny backbone and a small file."""
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import torch
+from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+
+import adapterlab as al
+from adapterlab.training import serving
+from adapterlab.training.backbones import load_backbone
+from adapterlab.training.tasks import encode, load_task
+
+from test_files import reviews, write
+
+
+def test_trainer_moves_only_what_adapt_left_trainable_and_the_result_serves(tmp_path):
+    path = write(reviews(), tmp_path / "reviews.csv")
+    # --- the README's Python path, with "tiny" for "default" ---
+    task = load_task(path, text_columns="review", label_column="sentiment")
+    model, tokenizer = load_backbone("tiny", num_labels=task.num_labels)
+    al.adapt(model, "houlsby", bottleneck=8)
+    data = encode(task, tokenizer, max_length=128)
+    args = TrainingArguments(str(tmp_path / "trainer"), max_steps=3, per_device_train_batch_size=8,
+                             learning_rate=1e-2, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    Trainer(model=model, args=args, train_dataset=data["train"], data_collator=DataCollatorWithPadding(tokenizer)).train()
+    serving.save_trained(model, task, tmp_path / "my-model", backbone="tiny")
+    # --- end of the README's path ---
+    moved = []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            moved.append(not torch.equal(p.detach().cpu(), before[name]))
+        else:
+            assert torch.equal(p.detach().cpu(), before[name]), f"Trainer changed the frozen {name}"
+    assert any(moved) and sum(p.requires_grad for p in model.parameters()) < len(before)
+    loaded, tokenizer, info = serving.load_trained(tmp_path / "my-model")
+    rows = task.splits["test"].to_pandas()
+    assert serving.predict(loaded, tokenizer, info, rows).equals(serving.predict(model.cpu(), tokenizer, info, rows))
