@@ -4,7 +4,7 @@ A method says two things: which adapters to insert (where, how big, with which
 projections) and which of the model's own parameters to train. `adapt()` in
 inject.py reads a MethodConfig and does both.
 
-Besides the adapters, four baselines that add something other than an adapter (issue 24):
+Besides the adapters, four baselines that add something other than an adapter:
 prompt tuning (prompt_tuning.py), Intrinsic-SAID (intrinsic.py + fastfood.py), LoRA (lora.py)
 and a head-only probe. Each trains its own parameters and the task head, nothing else.
 """
@@ -203,7 +203,7 @@ METHODS = {
         MethodConfig("compacter", projection="phm", n=4, rank=1, shared_rule=True, phm_init_range=1e-4),
         MethodConfig("compacter++", projection="phm", n=4, rank=1, shared_rule=True, phm_init_range=1e-4,
                      positions=("ffn",)),
-        # baselines that add something other than an adapter (issue 24)
+        # baselines that add something other than an adapter
         MethodConfig("head-only", trains="head"),
         MethodConfig("prompt-tuning", trains="prompt"),
         MethodConfig("intrinsic-said", trains="intrinsic"),

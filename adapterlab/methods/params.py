@@ -12,7 +12,7 @@ sa_layer_norm / output_layer_norm, GPT-2's ln_1 / ln_2 / ln_f, T5's layer_norm, 
 (inject.head_parameter_names): classifier, pre_classifier, DeBERTa's pooler, score. A causal LM's
 lm_head is pretrained with the base: part of "backbone" and of base_total (GPT-2's, tied to wte, once).
 
-The baselines of issue 24 add three groups to the DESIGN contract's six: "prompt" (prompt tuning's
+The baselines add three groups to the DESIGN contract's six: "prompt" (prompt tuning's
 n x d vectors), "intrinsic" (Intrinsic-SAID's theta and lambda, d' in all) and "lora" (LoRA's A and
 B). Like adapters, they are added parameters, so they are not part of base_total. Intrinsic-SAID's
 frozen pretrained tensors (now `<module>.parametrizations.<name>.original`) are still the base.

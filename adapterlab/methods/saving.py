@@ -93,7 +93,7 @@ def _check_shapes(model, tensors):
 def _check_adapter_names(model, tensors):
     """Every saved adapter weight must belong under one of this model's insertion points.
 
-    Before issue 12, BERT-family adapters hung off the output projection (`...output.dense.adapter.`);
+    In an earlier layout, BERT-family adapters hung off the output projection (`...output.dense.adapter.`);
     now they sit after its dropout (`...output.dropout.adapter.`). Refuse old checkpoints clearly.
     """
     names = {id(m): n for n, m in model.named_modules()}

@@ -105,3 +105,20 @@ def test_listed_in_readme_with_a_summary(path):
     assert summaries, (f"README.md names {path.name} but gives no summary after it on that line: {lines[0]!r}; "
                        f"add a one-line description after the name")
 
+
+
+# project text speaks of the project: the study's history lives in docs/protocol.md, by dates, not by tickets
+TICKET = re.compile(r"\b(issue|session|ticket)s? #?\d+", re.IGNORECASE)
+PROJECT_TEXT = ["adapterlab/**/*.py", "tests/**/*.py", "benchmarks/**/*", "notebooks/*.ipynb", "README.md",
+                "FINDINGS.md", "docs/*.md", "Makefile"]
+
+
+def test_no_project_text_names_an_issue_or_a_session_by_number():
+    found = []
+    for pattern in PROJECT_TEXT:
+        for path in ROOT.glob(pattern):
+            if path.is_file() and path.suffix not in (".png", ".pyc"):
+                for number, line in enumerate(path.read_text(encoding="utf-8", errors="ignore").splitlines(), 1):
+                    if TICKET.search(line):
+                        found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
+    assert not found, "say why the code is as it is now, or move the history to docs/protocol.md:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""The baselines of issue 24 (prompt tuning, Intrinsic-SAID, LoRA, head-only): function, counts, errors, PEFT."""
+"""The baselines (prompt tuning, Intrinsic-SAID, LoRA, head-only): function, counts, errors, PEFT."""
 import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration

@@ -108,7 +108,7 @@ def test_bitfit_on_t5_round_trips(tmp_path):
 
 
 def test_adapter_saved_in_the_old_layout_is_refused_with_a_clear_message(tmp_path):
-    """Before issue 12 BERT adapters hung off `...output.dense`; now they sit after the dropout."""
+    """In an earlier layout BERT adapters hung off `...output.dense`; now they sit after the dropout."""
     from safetensors.torch import load_file, save_file
     al.save_adapter(trained("houlsby", seed=1), tmp_path / "a")
     weights = tmp_path / "a" / "adapter.safetensors"
