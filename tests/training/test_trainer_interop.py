@@ -1,7 +1,9 @@
 """adapterlab with transformers.Trainer: al.adapt, then Trainer's own loop, leaves the frozen weights as
 they were and moves the adapters; save_trained makes the result servable. This is the README's Python
 path ("Your own model and data"), on the tiny backbone and a small file."""
+import inspect
 import os
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -39,3 +41,23 @@ def test_trainer_moves_only_what_adapt_left_trainable_and_the_result_serves(tmp_
     loaded, tokenizer, info = serving.load_trained(tmp_path / "my-model")
     rows = task.splits["test"].to_pandas()
     assert serving.predict(loaded, tokenizer, info, rows).equals(serving.predict(model.cpu(), tokenizer, info, rows))
+
+
+def test_the_readme_shows_this_path():
+    """Every line of the README's Python block is a line of the test above, with the README's names for the
+    test's files and backbone (the README trains "default" on reviews.csv; the test "tiny" on a small file);
+    only the training arguments differ (three steps here), and the imports are this file's own."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Your own model and data", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    source = inspect.getsource(test_trainer_moves_only_what_adapt_left_trainable_and_the_result_serves)
+    path = source.split("# --- the README's Python path", 1)[1].split("# --- end of the README's path", 1)[0]
+    here = {line.strip() for line in path.splitlines()}
+    imports = {line.strip() for line in inspect.getsource(inspect.getmodule(test_the_readme_shows_this_path))
+               .splitlines() if line.startswith(("import ", "from "))}
+    for line in filter(None, (line.strip() for line in block.splitlines())):
+        if line.startswith(("import ", "from ")):
+            assert line in imports, line
+        elif not line.startswith("args = "):
+            mine = (line.replace('"reviews.csv"', "path").replace('"default"', '"tiny"')
+                    .replace('"my-model"', 'tmp_path / "my-model"'))
+            assert mine in here, f"the README's line {line!r} is not the tested path's"
