@@ -117,7 +117,8 @@ def test_no_project_text_names_an_issue_or_a_session_by_number():
     found = []
     for pattern in PROJECT_TEXT:
         for path in ROOT.glob(pattern):
-            if path.is_file() and path.suffix not in (".png", ".pyc"):
+            hidden = any(part.startswith(".") for part in path.relative_to(ROOT).parts)  # venvs, caches
+            if path.is_file() and not hidden and path.suffix not in (".png", ".pyc"):
                 for number, line in enumerate(path.read_text(encoding="utf-8", errors="ignore").splitlines(), 1):
                     if TICKET.search(line):
                         found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
