@@ -12,7 +12,7 @@ Values are in the data's own units (accuracy as a fraction, 0.823); text says po
 Why pair: two runs with the same seed train on the same subset in the same order, so much of their noise is
 shared; the difference of each seed's pair cancels it, and its SE is the spread of those differences over
 seeds. Comparing the two seed means as if independent (Welch) keeps that shared noise and can hide a
-difference that every seed shows (07 at 100 examples: -3.1 +- 1.4 paired, +- 3.2 unpaired).
+difference that every seed shows.
 
 Why two levels: a claim is about the methods, not about these 1,443 test tweets, so its interval carries the
 noise of training (the spread over seeds) and of the test sample (the spread over examples). two_level adds

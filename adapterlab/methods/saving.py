@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save
 
-from . import lora, peft_format
+from . import adapterhub_format, lora, peft_format
 from .config import MethodConfig
 from .inject import adapt, blocks, hidden_size, insertion_points
 
@@ -59,14 +59,17 @@ def base_fingerprint(model):
 ADAPTER_WEIGHTS, ADAPTER_CONFIG = "adapter.safetensors", "adapter.json"
 
 
-FORMATS = ("adapterlab", "peft")
+FORMATS = ("adapterlab", "peft", "adapterhub")
 
 
 def save_adapter(model, path, format="adapterlab"):
     """Save what the method trained (safetensors) + the method and a fingerprint of the base (JSON).
 
     format="peft" writes LoRA or prompt tuning as a PEFT folder instead (peft_format.py), which
-    `peft.PeftModel.from_pretrained(base, path)` loads."""
+    `peft.PeftModel.from_pretrained(base, path)` loads. format="adapterhub" writes bottleneck adapters
+    (houlsby, pfeiffer, phm, compacter, compacter++) of a BERT-family encoder as an AdapterHub folder
+    (adapterhub_format.py), which `model.load_adapter(path)` of AdapterHub's `adapters` loads; the trained
+    base LayerNorms go beside it, for the base model (see that module)."""
     cfg = getattr(model, "adapterlab_method", None)
     if cfg is None:
         raise ValueError("this model has no method applied; call al.adapt(model, ...) and train it first")
@@ -74,6 +77,8 @@ def save_adapter(model, path, format="adapterlab"):
         raise ValueError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     if format == "peft":
         return peft_format.save_peft(model, path)
+    if format == "adapterhub":
+        return adapterhub_format.save_adapterhub(model, path)
     path = Path(path)
     tensors = {n: p.detach().cpu().contiguous() for n, p in model.named_parameters() if p.requires_grad}
     meta = {"method": cfg.to_dict(), "base": base_fingerprint(model), "parameters": sorted(tensors)}
@@ -124,14 +129,18 @@ def load_adapter(model, path):
     """Load a saved adapter into a base model (adapting it first if needed) or swap it into an adapted one.
 
     Only the saved (trained) parameters are written; the frozen base stays untouched. Reads adapterlab's
-    folders and PEFT's (LoRA, prompt tuning: peft_format.py).
+    folders, PEFT's (LoRA, prompt tuning: peft_format.py) and AdapterHub's (bottleneck adapters:
+    adapterhub_format.py), told apart by their files.
     """
     path = Path(path)
     if peft_format.is_peft_folder(path):
         return peft_format.load_peft(model, path)
+    if adapterhub_format.is_adapterhub_folder(path):
+        return adapterhub_format.load_adapterhub(model, path)
     if not (path / ADAPTER_CONFIG).exists():
-        raise ValueError(f"no saved adapter at {path} (expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS}, or "
-                         f"PEFT's {peft_format.CONFIG} and {peft_format.WEIGHTS})")
+        raise ValueError(f"no saved adapter at {path} (expected {ADAPTER_CONFIG} and {ADAPTER_WEIGHTS}, "
+                         f"PEFT's {peft_format.CONFIG} and {peft_format.WEIGHTS}, or AdapterHub's "
+                         f"{adapterhub_format.CONFIG} and {adapterhub_format.WEIGHTS})")
     meta = json.loads((path / ADAPTER_CONFIG).read_text())
     mine, saved = base_fingerprint(model), meta["base"]
     if mine != saved:
