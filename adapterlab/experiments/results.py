@@ -58,7 +58,7 @@ import shutil
 import warnings
 from pathlib import Path
 
-from ..methods.saving import atomic_write
+from ..methods.atomic import atomic_write
 
 # Bump this when the meaning of configs or records changes: old lines are then
 # ignored (not deleted) and every run is recomputed.

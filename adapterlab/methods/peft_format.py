@@ -26,6 +26,7 @@ from transformers.pytorch_utils import Conv1D
 
 from . import lora as lora_module
 from . import prompt_tuning as prompt_module
+from .atomic import atomic_write
 from .config import method
 from .inject import head_parameter_names
 
@@ -102,8 +103,6 @@ def save_peft(model, path):
     else:
         raise ValueError(f"PEFT's format holds LoRA and prompt tuning; {cfg.name!r} has no PEFT counterpart "
                          "here: save it with format='adapterlab' (or 'adapterhub' for bottleneck adapters)")
-    from .saving import atomic_write  # saving imports this module: a late import keeps the two apart
-
     path = Path(path)
     atomic_write(path / WEIGHTS, save({n: t.detach().cpu().contiguous() for n, t in tensors.items()}))
     atomic_write(path / CONFIG, json.dumps(config, indent=2))  # last: the config says the folder is whole

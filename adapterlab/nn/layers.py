@@ -126,7 +126,7 @@ class PHMLinear(nn.Module):
 
     def matrix(self):
         """W = sum_i kron(A_i, B_i), shape (in, out). Row (a, p) and column (b, q) hold sum_i A_i[a,b] B_i[p,q]."""
-        n, B = self.n, self.factors()
+        B = self.factors()
         return torch.einsum("iab,ipq->apbq", self.rule, B).reshape(self.in_features, self.out_features)
 
     def forward_materialized(self, x):

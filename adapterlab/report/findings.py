@@ -766,7 +766,7 @@ def findings_document(profile="default"):
 
 def write(profile="default", root=None):
     """Write FINDINGS.md and the README's claims table (between BEGIN and END) from the records."""
-    from ..methods.saving import atomic_write  # torch: only when writing
+    from ..methods.atomic import atomic_write
     root = Path(root or profiles.project_root())
     readme = root / "README.md"
     text = readme.read_text()

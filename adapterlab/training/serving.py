@@ -36,7 +36,8 @@ from . import files
 from .backbones import default_model_path, load_backbone
 from .tasks import MODEL_INPUTS, Task, load_task
 from .train import autocast, pick_device, run
-from ..methods.saving import atomic_write, base_fingerprint, load_adapter, save_adapter
+from ..methods.atomic import atomic_write
+from ..methods.saving import base_fingerprint, load_adapter, save_adapter
 
 SERVING, METRICS = "serving.json", "metrics.json"
 FORMAT = 1  # serving.json's layout; a later layout bumps it

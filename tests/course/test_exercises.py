@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import adapterlab as al
-from adapterlab.course import exercises
+from adapterlab.course import checks_study, exercises
 from adapterlab.methods import inject, params
 from adapterlab.course.exercises import check
 
@@ -290,7 +290,7 @@ def test_a_number_of_any_numeric_type_is_a_number(exponent):
 
 def test_a_pass_does_not_print_the_answer():
     message = check("07.better_beyond_noise", RIGHT["07.better_beyond_noise"], quiet=True).message
-    table = exercises._low_resource_frame()
+    table = checks_study._low_resource_frame()
     assert not any(str(size) in message for size in table["train_size"].unique()), message
 
 
