@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..report import findings
+from ..report import document
 from ..experiments import profiles
 from . import regenerate
 
@@ -70,7 +70,7 @@ def timings(notebooks, files=(), from_scratch=None):
     """{stem: {"cpu"|"gpu": {"cached": entry, "training": entry, "from_scratch": entry}}} from the
     timings.json beside the notebooks (the last run of each), from `files` (e.g. the result store's
     record of the runs that trained; later sources win) and from `from_scratch`, {stem: (seconds,
-    device)} as findings.notebook_seconds gives it; an entry is {"seconds", "trained", "date", ...}."""
+    device)} as document.notebook_seconds gives it; an entry is {"seconds", "trained", "date", ...}."""
     merged = {}
     paths = [folder / regenerate.TIMINGS for folder in sorted({p.parent for p in notebooks.values()})]
     for path in [*paths, *map(Path, files)]:
@@ -284,7 +284,7 @@ def build(sources, out, profile="default", quiet=True, timing_files=()):
         nbformat.write(prepare(nb), src / path.name)
     if broken:
         raise ValueError("these executed notebooks stopped on an error; fix and re-run them first: " + "; ".join(broken))
-    times = timings(notebooks, timing_files, from_scratch=findings.notebook_seconds(profile))
+    times = timings(notebooks, timing_files, from_scratch=document.notebook_seconds(profile))
     (src / "index.md").write_text(landing_page(notebooks, times, profile))
     _copy_assets(src / "_static")
     html = out / "html"

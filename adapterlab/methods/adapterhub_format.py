@@ -53,7 +53,7 @@ Refused: methods with no bottleneck adapters, adapter-lowrank (AdapterHub's proj
 not rank-r products u v^T), other architectures, and, on loading, AdapterHub settings that compute
 something adapterlab's adapters cannot (each refusal says which and why). Settings that act in training
 only (dropout, stochastic depth, learn_phm, the initialisers) are not compared: in eval mode they change
-nothing. Loaded adapters get the preset's initialisation settings, which only a fresh adapt() would use.
+nothing. A loaded adapter keeps the preset's init_std and phm_init, which only a fresh adapt() would use.
 """
 import io
 import json
@@ -63,6 +63,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save
 
+from .atomic import atomic_write
 from .config import POSITIONS, method
 from .inject import (SHARED_RULE_NAME, adapt, blocks, head_parameter_names, hidden_size, insertion_points,
                      is_layernorm)
@@ -84,11 +85,12 @@ VERSION = "adapters.1.3.0"
 # of it, so that no default of AdapterHub's changes the function; loading requires each key to have this
 # value (a missing key: AdapterHub's default, which is this value too). Training-only settings aside.
 SAME_FUNCTION = {
+    "is_parallel": False,  # a parallel adapter reads the sublayer's input
     "original_ln_before": False,  # True: LN(x + h + f(LN(x + h))), the stock Pfeiffer and Compacter++ placement
     "original_ln_after": True,  # the block's LN(. + x) after the adapter
     "ln_before": False, "ln_after": False,  # LayerNorms of the adapter's own
     "adapter_residual_before_ln": False,  # with no ln_after, either value adds the same residual
-    "scaling": 1.0, "use_gating": False, "is_parallel": False,
+    "scaling": 1.0, "use_gating": False,
     "inv_adapter": None, "inv_adapter_reduction_factor": None, "cross_adapter": False,
     "shared_W_phm": False,  # one W for all layers
     "factorized_phm_rule": False,  # the rule as a product of (n, n, 1) and (n, 1, n) factors
@@ -209,9 +211,10 @@ def _adapterhub_config(model, cfg):
         "residual_before_ln": True, "leave_out": list(range(cfg.dropped_blocks(len(blocks(model)["encoder"])))),
         "phm_layer": phm, "phm_dim": cfg.n, "phm_rank": cfg.rank or 1, "factorized_phm_W": cfg.rank is not None,
         "shared_phm_rule": cfg.shared_rule, "phm_init_range": cfg.phm_init_range,
-        # training-only settings, as adapterlab trains: no dropout, a learned rule; the initialisers are
-        # AdapterHub's closest to adapterlab's (only a fresh adapter would use them)
-        "dropout": 0.0, "stochastic_depth": 0.0, "learn_phm": True, "init_weights": "houlsby",
+        # training-only settings, as adapterlab trains: no dropout, a learned rule. The initialisers only shape
+        # a fresh adapter: dense ones as adapterlab's ("houlsby"); AdapterHub's "houlsby" cannot set up PHM
+        # layers, which take its Compacter default ("bert", which leaves them to the PHM settings)
+        "dropout": 0.0, "stochastic_depth": 0.0, "learn_phm": True, "init_weights": "bert" if phm else "houlsby",
         "init_weights_seed": None, "phm_c_init": "normal", "hypercomplex_nonlinearity": "glorot-uniform",
     }
 
@@ -257,7 +260,6 @@ def save_adapterhub(model, path):
         raise ValueError(f"{stray[:3]} train but AdapterHub's folder has no place for them (it holds the adapter, "
                          "the head and, beside them, the base LayerNorms): freeze them or save with "
                          "format='adapterlab'")
-    from .saving import atomic_write  # saving imports this module: a late import keeps the two apart
 
     path = Path(path)
     atomic_write(path / WEIGHTS, _bin({their: params[ours] for ours, (their, _) in layout.items()}))
@@ -342,9 +344,9 @@ def _check_fit(path, what, tensors, shapes):
             raise ValueError(f"{path}: {what} {name!r} has no place in this model; load the folder into the base "
                              "model (and model class) it was saved from")
         if tuple(tensors[name].shape) != tuple(shapes[name]):
+            hint = " (a head for another number of labels?)" if what == "head tensor" else ""
             raise ValueError(f"{path}: {what} {name!r} has shape {tuple(tensors[name].shape)} but this model's has "
-                             f"{tuple(shapes[name])} (a head for another number of labels?); build the model as the "
-                             "folder's was built")
+                             f"{tuple(shapes[name])}{hint}; build the model as the folder's was built")
 
 
 def load_adapterhub(model, path):

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from adapterlab.experiments import rules, stats
-from adapterlab.report import findings
+from adapterlab.report import document, findings
 
 
 def init_df(values):
@@ -240,23 +240,23 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
               "layer_removal": [dict(run_seconds=120, device="cuda:0"), dict(run_seconds=30, device="cpu")],
               "init_scale": [dict(train_seconds=600, device="cpu")],  # an older record: training loop only
               "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")], "stream": []}
-    monkeypatch.setattr(findings, "stored_runs", lambda profile, family: stored[family])
-    assert findings.notebook_seconds("default") == {
+    monkeypatch.setattr(document, "stored_runs", lambda profile, family: stored[family])
+    assert document.notebook_seconds("default") == {
         "03_training_adapters": (120, "cpu"), "04_layer_removal": (150, "gpu"), "05_init_scale": (600, "cpu"),
         "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}
-    line = findings.total_time("default")
+    line = document.total_time("default")
     assert "0.7 h" in line and "03 2, 04 2, 05 10, 06 0, 07 30, 08 0" in line  # 2,670 s in all
     assert "param_performance not stored yet" in line
     assert "(machine not recorded 4 run(s), Xeon (AVX512) 2 run(s);" in line  # where the seconds come from
 
 
 def test_findings_and_the_readme_claims_are_what_the_committed_records_give():
-    """Regenerate both with `python -m adapterlab.report.findings --profile default --write`."""
+    """Regenerate both with `python -m adapterlab.report.document --profile default --write`."""
     if findings.load("default", "init_scale") is None:
         pytest.skip("no committed default results")
     root = findings.profiles.project_root()
-    assert (root / "FINDINGS.md").read_text() == findings.findings_document("default")
-    assert findings.readme_section() == findings.claims_summary("default")
+    assert (root / "FINDINGS.md").read_text() == document.findings_document("default")
+    assert document.readme_section() == document.claims_summary("default")
 
 
 def test_smallest_within_compares_seed_means_and_excludes_full():
