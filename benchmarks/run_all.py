@@ -36,6 +36,7 @@ SECTIONS = {  # number -> (file, which python, extra arguments[, extra environme
     "6": ("bench_adapterdrop.py", "main", []),  # AdapterDrop with and without the lower LayerNorms trained
     "7": ("bench_workers.py", "main", []),  # the sweep's CPU workers: one run per core vs one run on all cores
     "8": ("bench_lora.py", "main", []),  # LoRA vs PEFT on equal function; merged/unmerged serving latency
+    "9": ("bench_predict.py", "main", []),  # `predict` from raw text vs the suite's own evaluation loop
 }
 TARGETS = {"houlsby_vs_adapterhub": 1.1, "compacter_vs_adapterhub": 1.2, "lphm_layer_vs_materialized": 1.3,
            "train_vs_inference": 0.45, "heatmap_vs_naive": 1.7}
@@ -287,6 +288,18 @@ def report(results):
                   f"merging moves the logits by {c['max_abs_diff_merged_vs_unmerged']:.1e} (one float32 rounding)."]
     elif s8:
         lines += ["", "## 8. LoRA, adapterlab vs PEFT", "", f"failed: {s8.get('error')} {s8.get('stderr_tail', '')[-300:]}"]
+    s9 = s.get("9", {})
+    if "predict_vs_evaluate" in s9:
+        r, eps = s9["predict_vs_evaluate"], s9["examples_per_second"]
+        lines += ["", f"## 9. Serving: `predict` vs the evaluation loop ({s9['examples']:,} test tweets, batch {s9['batch']})",
+                  "", f"Same function first: predicted classes equal the evaluation's argmax on every tweet, "
+                  f"probabilities its softmax ({'passed' if s9['check']['passed'] else 'FAILED'}). `predict` from "
+                  f"raw text (tokenising timed) {eps['predict']:.1f} ex/s, the evaluation loop on pre-encoded "
+                  f"batches {eps['evaluate']:.1f} ex/s: ratio {r['ratio']:.3f} (IQR {r['iqr']:.3f}), target "
+                  f"{s9['target']}: {'met' if s9['met'] else '**not met**'}."]
+    elif s9:
+        lines += ["", "## 9. Serving: `predict` vs the evaluation loop", "",
+                  f"failed: {s9.get('error')} {s9.get('stderr_tail', '')[-300:]}"]
     explain = HERE / "explain.md"
     if explain.exists():
         lines += ["", explain.read_text().strip()]
