@@ -297,16 +297,17 @@ PROFILES = {
         # (docs/protocol.md lists each addition; the verdicts name any rate still at its grid's end).
         # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
         param_performance=dict(
-            methods=[("houlsby", dict(bottleneck=m), dict(lrs=(1e-3, 3e-3, 1e-2))) for m in (2, 8)]
+            methods=[("houlsby", dict(bottleneck=2), dict(lrs=(1e-3, 3e-3, 1e-2))),
+                     ("houlsby", dict(bottleneck=8), dict(lrs=(3e-4, 1e-3, 3e-3, 1e-2)))]
             + [("houlsby", dict(bottleneck=64))]
-            + [("top-k", dict(k=1), dict(lrs=(1e-4, 3e-4, 1e-3))), ("top-k", dict(k=3), dict(lrs=(3e-5, 1e-4, 3e-4)))]
+            + [("top-k", dict(k=1), dict(lrs=(1e-4, 3e-4, 1e-3))), ("top-k", dict(k=3), dict(lrs=(1e-5, 3e-5, 1e-4, 3e-4)))]
             + [("layernorm", {}), ("bitfit", {}), ("full", {}), ("pfeiffer", {}), ("adapter-lowrank", {}),
                ("adapterdrop", dict(drop_layers=3)), ("phm", dict(n=4)), ("phm", dict(n=8)), ("compacter", {}),
                ("compacter++", {})]
             + [("head-only", {}), ("lora", {}),
                ("prompt-tuning", dict(prompt_init="random"), dict(lrs=(1e-2, 3e-2, 3e-1))),
                ("prompt-tuning", dict(prompt_init="vocab"), dict(lrs=(3e-2, 3e-1, 1.0))), ("intrinsic-said", {})],
-            lr_grid={**DEFAULT_LR_GRID, "compacter++": (3e-3, 1e-2, 3e-2), "head-only": (3e-3, 1e-2, 3e-2),
+            lr_grid={**DEFAULT_LR_GRID, "compacter++": (3e-3, 1e-2, 3e-2), "head-only": (3e-3, 1e-2, 3e-2, 1e-1),
                      "lora": (1e-3, 3e-3, 1e-2), "intrinsic-said": (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)},
             seeds=(0, 1, 2), train=dict(max_steps=360, eval_every=60),
             budget_control=(("full", {}), ("houlsby", dict(bottleneck=64)), ("compacter++", {}), ("layernorm", {}))),
