@@ -296,7 +296,8 @@ def report(results):
                   f"probabilities its softmax ({'passed' if s9['check']['passed'] else 'FAILED'}). `predict` from "
                   f"raw text (tokenising timed) {eps['predict']:.1f} ex/s, the evaluation loop on pre-encoded "
                   f"batches {eps['evaluate']:.1f} ex/s: ratio {r['ratio']:.3f} (IQR {r['iqr']:.3f}), target "
-                  f"{s9['target']}: {'met' if s9['met'] else '**not met**'}."]
+                  f"{s9['target']}: {'met' if s9['met'] else '**not met**'}. Measured on {s9['machine']['cpu']} "
+                  f"({s9['machine']['torch_cpu_capability']}), {s9['threads']} threads, load average {s9['loadavg']}."]
     elif s9:
         lines += ["", "## 9. Serving: `predict` vs the evaluation loop", "",
                   f"failed: {s9.get('error')} {s9.get('stderr_tail', '')[-300:]}"]
