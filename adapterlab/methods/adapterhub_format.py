@@ -65,7 +65,7 @@ from safetensors.torch import load_file, save
 
 from .atomic import atomic_write
 from .config import POSITIONS, method
-from .inject import (SHARED_RULE_NAME, adapt, blocks, head_parameter_names, hidden_size, insertion_points,
+from .inject import (SHARED_RULE_NAME, blocks, fill, head_parameter_names, hidden_size, insertion_points,
                      is_layernorm)
 
 CONFIG, WEIGHTS, SAFE_WEIGHTS = "adapter_config.json", "pytorch_adapter.bin", "adapter.safetensors"
@@ -386,14 +386,4 @@ def load_adapterhub(model, path):
     _check_fit(path, "head tensor", head, {n: shapes[n] for n in head_parameter_names(model)})
     layernorms = {_rebase(n, model): t for n, t in (_read(path, LAYERNORMS) or {}).items()}
     _check_fit(path, "LayerNorm tensor", layernorms, {n: shapes[n] for n in _layernorm_names(model)})
-    current = getattr(model, "adapterlab_method", None)
-    if current is not None and current != cfg:
-        raise ValueError(f"the model already has {current.name!r} with other settings; load {path} into a fresh "
-                         "base model")
-    if current is None:
-        adapt(model, cfg)
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, tensor in {**ours, **head, **layernorms}.items():
-            params[name].copy_(tensor)
-    return model
+    return fill(model, cfg, {**ours, **head, **layernorms}, path)

@@ -380,6 +380,27 @@ def adapt(model, method_or_name, **overrides):
     return model
 
 
+def fill(model, cfg, tensors, source):
+    """Write saved tensors into a model adapted with cfg: adapt a base model first; refuse a model adapted
+    another way. The one last step of every loader (adapterlab's, PEFT's and AdapterHub's folders), each of
+    which checks its tensors against the base before, so a refusal leaves the model unchanged."""
+    current = getattr(model, "adapterlab_method", None)
+    if current is not None and current != cfg:
+        raise ValueError(f"the model has {current.name!r} with other settings than the saved {cfg.name!r} at "
+                         f"{source}; load it into a fresh base model or one adapted with the same method")
+    if current is None:
+        adapt(model, cfg)
+    params = dict(model.named_parameters())
+    missing = sorted(set(tensors) - set(params))
+    if missing:
+        raise ValueError(f"{source}: saved parameters {missing[:3]} do not exist in this model adapted with "
+                         f"{cfg.name!r}; the folder was probably saved by another version: retrain it with this one")
+    with torch.no_grad():
+        for name, tensor in tensors.items():
+            params[name].copy_(tensor)
+    return model
+
+
 @contextmanager
 def adapters_disabled(model, layers=None, stack=None):
     """Within the block, the adapters of these blocks (all, if layers is None) act as the identity.

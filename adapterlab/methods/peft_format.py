@@ -20,7 +20,6 @@ where adapterlab pools the last real token. The two agree on unpadded sequences 
 import json
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file, save
 from transformers.pytorch_utils import Conv1D
 
@@ -28,7 +27,7 @@ from . import lora as lora_module
 from . import prompt_tuning as prompt_module
 from .atomic import atomic_write
 from .config import method
-from .inject import head_parameter_names
+from .inject import fill, head_parameter_names
 
 CONFIG, WEIGHTS = "adapter_config.json", "adapter_model.safetensors"
 
@@ -140,19 +139,7 @@ def load_peft(model, path):
             have = expected.get(name, "no such parameter")
             raise ValueError(f"{path}: {name!r} of shape {tuple(tensor.shape)} does not fit this model "
                              f"({have}); load the folder onto the base model PEFT trained it on")
-    current = getattr(model, "adapterlab_method", None)
-    if current is not None and current != cfg:
-        raise ValueError(f"the model already has {current.name!r} with other settings; load {path} into a "
-                         "fresh base model")
-    if current is None:
-        from .inject import adapt
-
-        adapt(model, cfg)
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, tensor in ours.items():
-            params[name].copy_(tensor)
-    return model
+    return fill(model, cfg, ours, path)
 
 
 def _shapes_after_adapt(model, cfg):

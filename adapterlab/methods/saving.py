@@ -8,13 +8,12 @@ back and leaves the frozen base untouched.
 import json
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file, save
 
 from . import adapterhub_format, lora, peft_format
 from .atomic import atomic_write
 from .config import MethodConfig
-from .inject import adapt, blocks, hidden_size, insertion_points
+from .inject import blocks, fill, hidden_size, insertion_points
 
 
 def base_fingerprint(model):
@@ -121,26 +120,8 @@ def load_adapter(model, path):
             + ". Load it into the base model it was trained on."
         )
     cfg = MethodConfig.from_dict(meta["method"])
-    current = getattr(model, "adapterlab_method", None)
-    if current is not None and current != cfg:
-        raise ValueError(
-            f"the model has {current.name!r} adapters with other settings than the saved {cfg.name!r} ones; "
-            "load it into a fresh base model or one adapted with the same method"
-        )
     _refuse_merged(model)
     tensors = load_file(path / ADAPTER_WEIGHTS)
     _check_shapes(model, tensors)  # the head, LayerNorms, ...: before adapt(), so a refusal changes nothing
     _check_adapter_names(model, tensors)
-    if current is None:
-        adapt(model, cfg)
-    params = dict(model.named_parameters())
-    missing = sorted(set(tensors) - set(params))
-    if missing:
-        raise ValueError(
-            f"saved parameters {missing[:3]} do not exist in this model adapted with {cfg.name!r}; "
-            "the adapter was probably saved by another adapterlab version: retrain it with this one"
-        )
-    with torch.no_grad():
-        for name, tensor in tensors.items():
-            params[name].copy_(tensor)
-    return model
+    return fill(model, cfg, tensors, path)
