@@ -7,7 +7,7 @@
     python -m adapterlab evaluate stars --input labelled.csv [--json]
     python -m adapterlab doctor [--report doctor.json]
     python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
-        [--workers-per-gpu 2]
+        [--workers-per-gpu 2] [--fresh | --since TIME]
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
 
 Bad arguments print one clear line and exit with status 2, not a traceback.
@@ -213,9 +213,12 @@ def add_sweep_parser(sub):
     p.add_argument("--retries", type=int, default=2, help="restarts of a run whose worker died")
     p.add_argument("--workers-per-gpu", type=int, default=1, metavar="K",
                    help="local: K workers on each GPU (a MiniLM run uses a fraction of one); CPU: ignored")
+    p.add_argument("--fresh", action="store_true", help="retrain every run stored before the sweep began")
+    p.add_argument("--since", help="resume a fresh sweep: retrain only records made before this ISO time")
 
 
 def sweep_command(args):
+    from .experiments.results import fresh_since
     from .experiments.sweep import sweep
 
     if args.address and args.executor != "ray":
@@ -224,9 +227,11 @@ def sweep_command(args):
         raise ValueError(f"--workers-per-gpu must be at least 1 (got {args.workers_per_gpu})")
     if args.workers_per_gpu != 1 and args.executor != "local":
         raise ValueError("--workers-per-gpu is for --executor local (Ray gives each run a whole GPU)")
+    if args.fresh and args.since:
+        raise ValueError("--fresh and --since both say what to retrain; give one (--since resumes a fresh sweep)")
     return sweep(args.profile, only=args.only, executor=args.executor, address=args.address,
                  max_parallel=args.max_parallel, retries=args.retries, progress=sys.stderr.isatty(),
-                 workers_per_gpu=args.workers_per_gpu)
+                 workers_per_gpu=args.workers_per_gpu, fresh=fresh_since(args.since or args.fresh, "--since"))
 
 
 def add_regenerate_parser(sub):

@@ -33,7 +33,7 @@ RESULT_COLUMNS = {
     "param_performance.csv": ["task", "method", "size", "trainable", "percent", "metric", "value",
                               "train_seconds", "peak_memory_mb"],
     "low_resource.csv": ["task", "method", "train_size", "seed", "metric", "value"],
-    "stream_accuracy.csv": ["learner", "order", "seed", "task", "time", "accuracy"],  # notebook 08: accuracy only
+    "stream.csv": ["learner", "order", "seed", "task", "time", "metric", "value", "test_correct", "stored_models"],
 }
 EXPECTED = {
     "01": dict(figures=True),
@@ -43,7 +43,7 @@ EXPECTED = {
     "05": dict(figures=True, csv="init_scale.csv"),
     "06": dict(figures=True, csv="param_performance.csv"),
     "07": dict(figures=True, csv="low_resource.csv"),
-    "08": dict(figures=True, csv="stream_accuracy.csv"),
+    "08": dict(figures=True, csv="stream.csv", figure_name="stream_matrices"),
 }
 CORRELATIONS = ("mcc", "matthews", "pearson", "spearman", "corr")  # in [-1, 1]; everything else in [0, 1]
 

@@ -6,11 +6,15 @@
     python -m adapterlab regenerate --profile smoke --out /tmp/x --only 04,layer_removal --jobs 2
     python -m adapterlab regenerate --profile paper --dry-run    # what the papers' setting would train
 
-Each notebook runs in a fresh `python3` kernel with the working directory set to
-notebooks/ (relative paths behave as in JupyterLab). Papermill injects `profile`
-and `fresh` after the cell tagged `parameters`; the kernels also get
-ADAPTERLAB_PROFILE and, with `out`, ADAPTERLAB_OUT (see profiles.project_root), so
-results go to <root>/data/results/<profile>/ and figures to <root>/figures/<profile>/.
+The chosen notebooks' planned runs that the store lacks train first, in a sweep
+(sweep.py: --workers runs side by side, each record saying how many), so the
+notebooks only read them. Each notebook then runs in a fresh `python3` kernel with
+the working directory set to notebooks/ (relative paths behave as in JupyterLab).
+Papermill injects `profile` and `fresh` (False, or with --fresh/--since the time
+before which records count as missing, the sweep's) after the cell tagged
+`parameters`; the kernels also get ADAPTERLAB_PROFILE and, with `out`,
+ADAPTERLAB_OUT (see profiles.project_root), so results go to
+<root>/data/results/<profile>/ and figures to <root>/figures/<profile>/.
 
 Executed copies go to <root>/build/notebooks/<profile>/NN_name.ipynb, each with an
 HTML export beside it (NN_name.html: static images embedded, plotly.js inlined so
@@ -20,7 +24,6 @@ is kept, and the run ends with a non-zero status naming the notebook, the cell a
 the error's last lines. Results already in the store are reused on a re-run
 unless `fresh`.
 """
-import datetime
 import json
 import logging
 import os
@@ -279,7 +282,7 @@ def _store_files(root, profile):
     """{family: mtime of its store file} (0 when absent): a notebook trained when its family's changed."""
     folder = root / "data" / "results" / profile
     return {family: (folder / f"{family}.jsonl").stat().st_mtime if (folder / f"{family}.jsonl").exists() else 0
-            for family in (*families.PLANNED, families.STREAM)}
+            for family in families.PLANNED}
 
 
 def write_tables_and_figures(profile, outcomes):
@@ -301,7 +304,7 @@ def write_tables_and_figures(profile, outcomes):
             owner["figures"].append(str(path))
 
 
-# ---------------------------------------------------------------- the command
+# ---------------------------------------------------------------- the steps of the command
 
 def _needs_gpu_message(profile):
     return (f"the {profile!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and access to the "
@@ -309,41 +312,140 @@ def _needs_gpu_message(profile):
             f"`python -m adapterlab regenerate --profile {profile} --dry-run`, or use --profile default (CPU, offline).")
 
 
+def kernel_env(profile, out=None, jobs=1):
+    """What the kernels' environment adds to ours: KERNEL_ENV, ADAPTERLAB_PROFILE, ADAPTERLAB_OUT (with
+    `out`, or when ours sets it: see profiles.project_root) and, with `jobs` notebooks side by side, a
+    share of the cores each (OMP_NUM_THREADS, unless ours sets it)."""
+    env = dict(KERNEL_ENV, ADAPTERLAB_PROFILE=profile)
+    if out or os.environ.get("ADAPTERLAB_OUT"):
+        env["ADAPTERLAB_OUT"] = str(output_root(out))
+    if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
+    return env
+
+
+def _writing_where_kernels_do(env):
+    """Our environment with the kernels' ADAPTERLAB_OUT, for the steps that run in this process (the
+    sweep, whose workers inherit it, and the tables and figures): the result store and figures they
+    use are the kernels'."""
+    return mock.patch.dict(os.environ, {k: v for k, v in env.items() if k == "ADAPTERLAB_OUT"})
+
+
 def _planned_runs(profile, root):
-    """Print the training runs `profile` implies (costs.dry_run, which prints them and returns
-    {family: count, "total": n}); return the count."""
+    """Print the training runs `profile` implies, with how many the store under `root` holds
+    (costs.dry_run, as a table rather than run by run); return their number."""
     from ..experiments import costs
 
-    saved = os.environ.get("ADAPTERLAB_OUT")
-    os.environ["ADAPTERLAB_OUT"] = str(root)  # count what is cached where this run would write
-    try:
-        counts = costs.dry_run(profile, verbose=False)  # the plan as a table, not run by run
-    finally:
-        if saved is None:
-            os.environ.pop("ADAPTERLAB_OUT")
-        else:
-            os.environ["ADAPTERLAB_OUT"] = saved
-    total = None
-    if isinstance(counts, dict):
-        numbers = [v for k, v in counts.items() if k != "total" and isinstance(v, int) and not isinstance(v, bool)]
-        total = counts.get("total", sum(numbers))
-    elif isinstance(counts, int) and not isinstance(counts, bool):
-        total = counts
-    elif counts is not None and hasattr(counts, "__len__"):
-        total = len(counts)
-    if total is not None:
-        print(f"planned training runs: {int(total):,}")
+    total = costs.dry_run(profile, verbose=False, root=root)["total"]
+    print(f"planned training runs: {total:,}")
     return total
 
 
-def _dry_run(profile, chosen, jobs, out_dir, root, env, fresh):
+def _trained_families(chosen):
+    """The families (and 03's teaching runs, 08's stream) whose runs the chosen notebooks train."""
+    return [families.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in families.NOTEBOOK_FAMILY]
+
+
+def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
     print(f"regenerate --profile {profile}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
-          f"{jobs} at a time), parameters profile={profile!r} fresh={fresh}")
+          f"{jobs} at a time), parameters profile={profile!r} fresh={since or False!r}")
     for nb in chosen:
         print(f"  {nb.name:<32} -> {out_dir / nb.name}")
+    trained = _trained_families(chosen)
+    print(f"training first (sweep): the planned runs of {', '.join(trained)}, {workers} at a time" if trained
+          else "training first: nothing (no chosen notebook trains)")
     print(f"results -> {root / 'data' / 'results' / profile}, figures -> {root / 'figures' / profile}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
     _planned_runs(profile, root)
+    return 0
+
+
+def train_first(profile, chosen, workers, since, env, progress):
+    """Train the planned runs of the chosen notebooks' families before any notebook runs: `workers`
+    runs side by side (sweep.py, which records that count in each run; on CPU each run gets cores //
+    workers threads), records made before `since` (ISO text; None: none) counting as missing. The
+    notebooks then train nothing: they read the runs (04 also scores its spans). Returns the sweep's
+    exit status (0 when no chosen notebook has a plan)."""
+    from ..experiments import sweep as sweep_module
+
+    if since:
+        print(f"retraining every run stored before {since}; after an interruption, resume with "
+              f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
+    trained = _trained_families(chosen)
+    if not trained:
+        return 0
+    with _writing_where_kernels_do(env):
+        return sweep_module.sweep(profile, only=trained, max_parallel=workers, progress=progress,
+                                  fresh=since or False)
+
+
+def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
+    """One Job per chosen notebook. Papermill injects `profile`, and `fresh`: the since time when this
+    run retrains (the kernels' stores then ignore the records the sweep ignored, and 04 scores again the
+    spans stored before it), else False."""
+    return [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=since or False),
+                       env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]
+
+
+def run_notebooks(todo, jobs, progress, desc):
+    """Each Job's Outcome (as a dict), in notebook order: one after the other, or `jobs` at a time in
+    worker processes (a worker that dies becomes a failed Outcome)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(todo), unit="notebook", desc=desc, disable=not progress, file=sys.stderr,
+               dynamic_ncols=True)
+    outcomes = []
+    try:
+        if jobs == 1:
+            for job in todo:
+                bar.set_postfix_str(Path(job["notebook"]).stem)
+                outcomes.append(run_notebook(job))
+                bar.update(1)
+        else:
+            # spawn, not fork: the parent may hold torch threads and zmq sockets
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(run_notebook, job): job for job in todo}
+                for future in as_completed(futures):
+                    try:
+                        outcome = future.result()
+                    except Exception as error:  # the worker itself died
+                        job = futures[future]
+                        outcome = asdict(Outcome(notebook=job["notebook"], output=job["output"],
+                                                 error=f"worker process failed: {type(error).__name__}: {error}"))
+                    outcomes.append(outcome)
+                    bar.set_postfix_str(Path(outcome["notebook"]).stem)
+                    bar.update(1)
+    finally:
+        bar.close()
+    return sorted(outcomes, key=lambda o: o["notebook"])
+
+
+def collect_files(outcomes, profile, root, before, env):
+    """Credit each notebook with the files it wrote: its family's store file when that changed since
+    `before` (_store_files), then the family's tables and the figures, rebuilt from the store
+    (write_tables_and_figures)."""
+    after = _store_files(root, profile)
+    for o in outcomes:
+        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
+        if family and after[family] != before[family]:
+            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
+    with _writing_where_kernels_do(env):
+        write_tables_and_figures(profile, outcomes)
+
+
+def report(outcomes, root, out_dir, profile, since):
+    """Print the table of notebooks and the failures, record the timings (record_timings); return the
+    exit status (0: all ran; 1: some failed)."""
+    print(_table(outcomes, root))
+    record_timings(out_dir, outcomes, since is not None, trained_dir=root / "data" / "results" / profile)
+    print(f"executed notebooks and their HTML: {out_dir}")
+    failed = [o for o in outcomes if not o["ok"]]
+    for o in failed:
+        print(_failure_report(o), file=sys.stderr)
+    if failed:
+        print(f"{len(failed)} of {len(outcomes)} notebook(s) failed: {', '.join(Path(o['notebook']).name for o in failed)}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -429,44 +531,23 @@ def _failure_report(o):
     return "\n".join(lines)
 
 
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _train_first(profile, chosen, workers, since, env, progress):
-    """Train the planned runs of the chosen notebooks' families before any notebook runs: `workers`
-    runs side by side (sweep.py; on CPU each with cores // workers threads), records made before
-    `since` counting as missing. The notebooks then only redraw (04 also scores its spans). Returns the
-    sweep's exit status (0 when no chosen notebook has a plan)."""
-    from ..experiments import sweep as sweep_module
-
-    trained = [families.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in families.NOTEBOOK_FAMILY]
-    if since:
-        print(f"retraining every run stored before {since}; after an interruption, resume with "
-              f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
-    if not trained:
-        return 0
-    # the sweep's store is the kernels' (ADAPTERLAB_OUT, the since time); its own workers say how
-    # many runs train at a time, not the notebooks' jobs
-    env = {k: v for k, v in env.items() if k not in (results.WORKERS_ENV, "OMP_NUM_THREADS")}
-    with mock.patch.dict(os.environ, env):
-        return sweep_module.sweep(profile, only=trained, max_parallel=workers, progress=progress)
-
+# ---------------------------------------------------------------- the command
 
 def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
                notebooks_dir=None, progress=True, executed_dir=None, workers=1, since=None):
     """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
 
+    First the chosen notebooks' planned runs that the store lacks are trained (train_first, a sweep),
+    then the notebooks run and read them, then the tables and figures are rebuilt from the store.
+
     profile        smoke | default | paper
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
-    fresh          retrain instead of reusing cached results: with one worker, inject fresh=True (each
-                   notebook retrains in its kernel, as in JupyterLab); with several, see `workers`
-    workers        > 1: first train the chosen notebooks' planned runs this many side by side (a sweep;
-                   on CPU the cores are shared out, which trains more examples per second than one run
-                   on all of them), then run the notebooks, which find them stored. With fresh, records
-                   made before this call count as missing (results.FRESH_SINCE_ENV)
+    fresh          retrain instead of reusing cached results: records made before this call count as
+                   missing, for the sweep and in the kernels (results.fresh_since)
     since          an ISO time: records made before it count as missing (resumes an interrupted fresh
-                   run: pass the time it printed); implies training first, as with workers
+                   run: pass the time it printed)
+    workers        runs trained side by side before the notebooks run (a sweep; on CPU the cores are
+                   shared out, which trains more examples per second than one run on all of them)
     out            write data/, figures/ and build/ under this directory (kernels get ADAPTERLAB_OUT)
     dry_run        list what would run and the planned training runs (costs.dry_run), running nothing
     jobs           notebooks run in parallel worker processes (capped by the cores and the notebooks)
@@ -482,87 +563,28 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
         raise FileNotFoundError(f"no notebooks named NN_name.ipynb in {notebooks_dir}")
     chosen = select(found, only)
     jobs = max(1, min(int(jobs or 1), os.cpu_count() or 1, len(chosen)))
+    workers = max(1, int(workers or 1))
     root = output_root(out)
     out_dir = Path(executed_dir) if executed_dir else build_dir(profile, out)
-    env = dict(KERNEL_ENV, ADAPTERLAB_PROFILE=profile)
-    if out or os.environ.get("ADAPTERLAB_OUT"):
-        env["ADAPTERLAB_OUT"] = str(root)
-    if jobs > 1:
-        env[results.WORKERS_ENV] = str(jobs)  # records count their runs' seconds as a share of the wall time
-        if "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
-            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
-
-    workers = max(1, int(workers or 1))
-    if since is not None:
-        since = results.parse_time(since, "--since").isoformat(timespec="seconds")
-    elif fresh and workers > 1:
-        since = _now()
-    train_first = since is not None or workers > 1
-    if since is not None:
-        env[results.FRESH_SINCE_ENV] = since
-    inject_fresh = bool(fresh) and not train_first  # the store already ignores records before `since`
+    env = kernel_env(profile, out, jobs)
+    when = results.fresh_since(since, "--since") if since is not None else results.fresh_since(bool(fresh))
+    since = None if when is None else when.isoformat(timespec="seconds")
 
     if dry_run:
-        return _dry_run(profile, chosen, jobs, out_dir, root, env, inject_fresh)
+        return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since)
     if profile == "paper" and not _cuda_available():
         print(f"error: {_needs_gpu_message(profile)}", file=sys.stderr)
         return 2
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    status = _train_first(profile, chosen, workers, since, env, progress) if train_first else 0
+    status = train_first(profile, chosen, workers, since, env, progress)
     if status:  # interrupted (130) or runs failed (1, named above): the notebooks would train them one by one
         print(f"regenerate: training stopped before the notebooks ran (status {status}); rerun with --since "
               f"{since} to resume" if since else f"regenerate: training stopped (status {status}); rerun to resume",
               file=sys.stderr)
         return status
     before = _store_files(root, profile)
-    todo = [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=inject_fresh),
-                       env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]
-
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(todo), unit="notebook", desc=f"regenerate {profile}", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
-    outcomes = []
-    try:
-        if jobs == 1:
-            for job in todo:
-                bar.set_postfix_str(Path(job["notebook"]).stem)
-                outcomes.append(run_notebook(job))
-                bar.update(1)
-        else:
-            # spawn, not fork: the parent may hold torch threads and zmq sockets
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-                futures = {pool.submit(run_notebook, job): job for job in todo}
-                for future in as_completed(futures):
-                    try:
-                        outcome = future.result()
-                    except Exception as error:  # the worker itself died
-                        job = futures[future]
-                        outcome = asdict(Outcome(notebook=job["notebook"], output=job["output"],
-                                                 error=f"worker process failed: {type(error).__name__}: {error}"))
-                    outcomes.append(outcome)
-                    bar.set_postfix_str(Path(outcome["notebook"]).stem)
-                    bar.update(1)
-    finally:
-        bar.close()
-
-    outcomes.sort(key=lambda o: o["notebook"])
-    after = _store_files(root, profile)
-    for o in outcomes:  # the store file a notebook's runs went to, when they added records
-        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
-        if family and after[family] != before[family]:
-            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
-    with mock.patch.dict(os.environ, {k: v for k, v in env.items() if k == "ADAPTERLAB_OUT"}):
-        write_tables_and_figures(profile, outcomes)
-    print(_table(outcomes, root))
-    record_timings(out_dir, outcomes, fresh or since is not None, trained_dir=root / "data" / "results" / profile)
-    print(f"executed notebooks and their HTML: {out_dir}")
-    failed = [o for o in outcomes if not o["ok"]]
-    for o in failed:
-        print(_failure_report(o), file=sys.stderr)
-    if failed:
-        print(f"{len(failed)} of {len(outcomes)} notebook(s) failed: {', '.join(Path(o['notebook']).name for o in failed)}",
-              file=sys.stderr)
-        return 1
-    return 0
+    outcomes = run_notebooks(notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout), jobs,
+                             progress, desc=f"regenerate {profile}")
+    collect_files(outcomes, profile, root, before, env)
+    return report(outcomes, root, out_dir, profile, since)

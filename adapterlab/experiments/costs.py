@@ -13,15 +13,16 @@ import pandas as pd
 
 from . import planning
 from . import profiles as profiles_module
-from .families import PLANNED
+from .families import TRAINED
 from ..methods.config import method
 from .results import ResultStore
 
 
-def dry_run(profile=None, families=PLANNED, verbose=True, file=None):
-    """Print the planned runs of each family and their counts; return {family: count} (+ "total")."""
+def dry_run(profile=None, families=TRAINED, verbose=True, file=None, root=None):
+    """Print the planned runs of each family and their counts; return {family: count} (+ "total").
+    The store counted is <root>/data/results/<profile>/ (root: profiles.project_root() unless given)."""
     p = profiles_module.resolve(profile)
-    store = ResultStore(profiles_module.results_dir(p))
+    store = ResultStore(profiles_module.results_dir(p, root))
     counts = {}
     for family in families:
         configs = planning.plan_from(p, family, planning.store_lookup(store, p, family))
@@ -33,7 +34,7 @@ def dry_run(profile=None, families=PLANNED, verbose=True, file=None):
                 print("  " + planning.describe(c), file=file)
     counts["total"] = sum(counts[f] for f in families)
     print(f"total: {counts['total']} training runs for profile {p.name!r}", file=file)
-    print_plan(p, families, file=file)  # the plan as a table, with its cost in GPU-hours
+    print_plan(p, families, file=file, root=root)  # the plan as a table, with its cost in GPU-hours
     return counts
 
 
@@ -84,11 +85,12 @@ def gpu_seconds(config):
     return flops / (GPU_FLOPS * UTILISATION)
 
 
-def plan_table(profile, families=PLANNED):
-    """One row per (family, model, task, method): the grid it sweeps, seeds, runs, runs stored, and
-    GPU-hours (estimated from FLOPs; measured train_seconds for runs already stored)."""
+def plan_table(profile, families=TRAINED, root=None):
+    """One row per (family, model, task, method): the grid it sweeps, seeds, runs, runs stored (in
+    <root>/data/results/<profile>/, as dry_run), and GPU-hours (estimated from FLOPs; measured
+    train_seconds for runs already stored)."""
     p = profiles_module.resolve(profile)
-    store = ResultStore(profiles_module.results_dir(p))
+    store = ResultStore(profiles_module.results_dir(p, root))
     rows = []
     for family in families:
         for c in planning.plan_from(p, family, planning.store_lookup(store, p, family)):
@@ -113,9 +115,9 @@ def plan_table(profile, families=PLANNED):
     return pd.DataFrame(groups)
 
 
-def print_plan(profile, families=PLANNED, file=None):
+def print_plan(profile, families=TRAINED, file=None, root=None):
     """The plan table and its total: what `regenerate --dry-run` shows."""
-    table = plan_table(profile, families)
+    table = plan_table(profile, families, root)
     if not len(table):
         return table
     print(table.to_string(index=False, max_colwidth=70), file=file)

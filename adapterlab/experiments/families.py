@@ -1,15 +1,17 @@
 """The experiment families: which notebook trains which store of runs, and which split each one scores.
 
-A **family** is one figure experiment: one planner (planning.plan), one store file of runs
-(data/results/<profile>/<family>.jsonl), one table (tables.write), one notebook. Notebook 03's
-**teaching** runs are planned and stored like a family's but draw no figure, so teaching is in
-PLANNED and not in FAMILIES.
+A **family** is one experiment: one plan of work (planning.work), one store file of records
+(data/results/<profile>/<family>.jsonl), its tables, figures and readings, one notebook. FAMILIES
+are the four figure families of training runs compared across methods; notebook 03's **teaching**
+runs are planned and stored like theirs but draw no figure; notebook 08's **stream** plans steps
+that read each other's weights instead of independent training runs. All of them are PLANNED: the
+runners (running.run_plan, the sweep) treat them alike.
 """
 
 FAMILIES = ("layer_removal", "init_scale", "param_performance", "low_resource")
-PLANNED = ("teaching", *FAMILIES)  # everything with a plan of training runs (and a store file)
-
-STREAM = "stream"  # notebook 08's steps (stream.py): stored like runs (stream.jsonl) but planned as a stream
+STREAM = "stream"  # notebook 08: its steps (stream.py) are units of work like the others' training runs
+TRAINED = ("teaching", *FAMILIES)  # the plans of training runs (planning.plan: run configs; costs.py)
+PLANNED = (*TRAINED, STREAM)  # everything with a plan of work (planning.work) and a store file
 
 # notebook stem -> the family (or "teaching", or STREAM) whose runs it trains and draws; 01 and 02 train nothing
 NOTEBOOK_FAMILY = {"03_training_adapters": "teaching", "04_layer_removal": "layer_removal",
@@ -28,7 +30,7 @@ def family_of(token):
     """The planned family a user names: "04", "4", "04_layer_removal" or "layer_removal".
     A ValueError lists the choices."""
     token = str(token).strip()
-    if token in PLANNED or token == STREAM:
+    if token in PLANNED:
         return token
     number = token.zfill(2) if token.isdigit() else token[:2]
     for stem, family in NOTEBOOK_FAMILY.items():

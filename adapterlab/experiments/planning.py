@@ -20,9 +20,12 @@ from dataclasses import replace
 from . import profiles as profiles_module
 from ..training import tasks as task_registry
 from ..training import train as T
-from .families import PLANNED
+from .families import STREAM, TRAINED
 from ..methods.config import method
 from .results import config_key
+from .work import Work
+from . import stream
+from ..methods.saving import ADAPTER_CONFIG
 
 # Train-split sizes of the GLUE tasks as tasks.py splits them (official train minus the
 # validation carved from it: 10%, at most 2,000). Used by plan() to leave out low-resource
@@ -92,13 +95,18 @@ def choose_lrs(records):
             for gid, rates in by_grid.items()}
 
 
-def plan_from(profile, family, lookup):
-    """The plan as far as `lookup` (config -> its record, or None when not trained yet; e.g. a result
-    store's get) lets the learning rates be chosen: stage 1, the choice on its complete grids, the plan."""
-    stage1 = plan(profile, family)
-    found = [(c, lookup(c)) for c in stage1]
+def chosen_from(profile, family, lookup):
+    """The learning rates `lookup` (config -> its record, or None when not trained yet; e.g. a result
+    store's get) lets a family choose: choose_lrs on the stage-1 grids that are complete."""
+    found = [(c, lookup(c)) for c in plan(profile, family)]
     incomplete = {grid_id(c) for c, r in found if r is None}
-    return plan(profile, family, choose_lrs([r for c, r in found if r is not None and grid_id(c) not in incomplete]))
+    return choose_lrs([r for c, r in found if r is not None and grid_id(c) not in incomplete])
+
+
+def plan_from(profile, family, lookup):
+    """The plan as far as `lookup` lets the learning rates be chosen: stage 1, the choice on its
+    complete grids, the plan."""
+    return plan(profile, family, chosen_from(profile, family, lookup))
 
 
 def store_lookup(store, profile, family):
@@ -336,7 +344,7 @@ def budget_controls(profile, family, chosen=None):
 
 _PLANS = {"teaching": _teaching_plan, "layer_removal": _layer_removal_plan, "init_scale": _init_scale_plan,
           "param_performance": _param_performance_plan, "low_resource": _low_resource_plan}
-assert tuple(_PLANS) == PLANNED
+assert tuple(_PLANS) == TRAINED
 
 
 def plan(profile=None, family="layer_removal", chosen=None):
@@ -346,7 +354,36 @@ def plan(profile=None, family="layer_removal", chosen=None):
     learning-rate grids; without a choice for a grid the plan lists its trials only (stage 1). A plan
     with every choice made is complete. Budget controls (budget_controls) come last."""
     if family not in _PLANS:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(PLANNED)}")
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(TRAINED)}")
     p = profiles_module.resolve(profile)
     configs = _PLANS[family](p, chosen or {})
     return configs + [control for _, control in budget_controls(p, family, chosen)]
+
+
+# ----------------------------------------------------------------------------- work: what the runners run
+
+def _training_work(p, family, store):
+    """A training family's plan as units of work: one per run, none needing another's files."""
+    chosen = chosen_from(p, family, store_lookup(store, p, family))
+    controls = {config_key(run_key(c, p, family)) for _, c in budget_controls(p, family, chosen)}
+    units = []
+    for config in plan(p, family, chosen):
+        key, save = run_key(config, p, family), keeps_adapter(p, family, config)
+        spec = {"step": "train", "config": config.to_dict(), "eval_size": eval_size(p, family), "save": save}
+        units.append(Work(family, key, spec, marker=ADAPTER_CONFIG if save else None,
+                          control=config_key(key) in controls, label=describe(config)))
+    return units
+
+
+# family -> its units of work given what the store holds (the choices made on its stored grids; the
+# stream's recall steps keyed by its stored adapters)
+_WORK = {**{family: _training_work for family in TRAINED},
+         STREAM: lambda p, family, store: stream.steps(p, store)}
+
+
+def work(profile, family, store):
+    """Every unit of a family's plan (work.Work), in run order, as far as `store` lets it be planned.
+    The runners ask again after running the ready ones (work.ready): choices and chains add units."""
+    if family not in _WORK:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(_WORK)}")
+    return _WORK[family](profiles_module.resolve(profile), family, store)

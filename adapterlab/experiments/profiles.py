@@ -416,9 +416,10 @@ def project_root():
     return checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
 
 
-def results_dir(profile):
+def results_dir(profile, root=None):
+    """<root>/data/results/<profile>/, root being project_root() unless given (regenerate --out)."""
     name = profile.name if isinstance(profile, Profile) else profile
-    return project_root() / "data" / "results" / name
+    return Path(root or project_root()) / "data" / "results" / name
 
 
 def figures_dir(profile):

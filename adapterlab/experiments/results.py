@@ -38,13 +38,14 @@ Design choices, and why:
   reused inode could go unseen; the worst outcome is one extra rerun. put()
   never trusts the cache: under the lock it always reads the file.)
   get() and records() hand out copies, so callers cannot change the cache.
-- A store can be told to ignore records made before a time (`since`, or the
-  environment variable ADAPTERLAB_FRESH_SINCE, which `regenerate --fresh`
-  sets for its sweep and its kernels): those runs count as missing and are
-  retrained, and their lines are replaced when the new record is put. One
-  timestamp, rather than a "fresh" flag passed down every call, lets an
-  interrupted from-scratch run resume: what was retrained after that time
-  is kept.
+- A store can be told to ignore records made before a time (`since`): those
+  runs count as missing and are retrained, and their lines are replaced when
+  the new record is put. The functions that train (running.run_plan,
+  tables.get, sweep.sweep, regenerate) take `fresh` and turn it into that
+  time once per call (fresh_since): True means "before this call began", so
+  every run retrains exactly once however often the call meets it, and an ISO
+  time means "before then", which is how an interrupted from-scratch run
+  resumes: what was retrained after that time is kept.
 """
 
 import copy
@@ -63,19 +64,29 @@ from ..methods.atomic import atomic_write
 # Bump this when the meaning of configs or records changes: old lines are then
 # ignored (not deleted) and every run is recomputed.
 SCHEMA_VERSION = 1
-FRESH_SINCE_ENV = "ADAPTERLAB_FRESH_SINCE"
-# how many runs train side by side on this machine (the sweep's workers, regenerate's parallel
-# notebooks set it): a record keeps it, so run_seconds / workers is the run's share of the wall time
-WORKERS_ENV = "ADAPTERLAB_WORKERS"
 
 
 def parse_time(text, what="time"):
-    """An ISO 8601 time as an aware datetime (UTC when no zone is given); a clear error otherwise."""
+    """An ISO 8601 time (text or a datetime) as an aware datetime (UTC when no zone is given); a clear
+    error otherwise."""
     try:
-        when = datetime.datetime.fromisoformat(str(text))
+        when = text if isinstance(text, datetime.datetime) else datetime.datetime.fromisoformat(str(text))
     except ValueError:
         raise ValueError(f"{what} {text!r} is not an ISO 8601 time; write it like 2026-12-01T19:30:00+00:00") from None
     return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def fresh_since(fresh, what="fresh"):
+    """The store's `since` for a `fresh` argument: None for False (read the store); for True the time
+    now, in whole seconds (records made before the call count as missing: `created` keeps whole
+    seconds, so a record made later in this second must not count as older); for an ISO 8601 time
+    (text or datetime) that time, which resumes an interrupted fresh run. `what` names the argument
+    in the error for a malformed time."""
+    if fresh is False or fresh is None:
+        return None
+    if fresh is True:
+        return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return parse_time(fresh, what)
 
 
 class CorruptLineWarning(UserWarning):
@@ -174,7 +185,6 @@ class ResultStore:
     def __init__(self, root, since=None):
         self.root = Path(root)
         self._cache = {}  # path -> (stat signature, parsed lines)
-        since = since if since is not None else os.environ.get(FRESH_SINCE_ENV) or None
         self.since = None if since is None else parse_time(since, "since")  # older records count as missing
 
     def path(self, family="runs"):
@@ -306,18 +316,17 @@ class ResultStore:
 
     # --- the main entry point ---------------------------------------------------
 
-    def get_or_run(self, config, fn, family="runs", fresh=False):
-        """The stored record, or fn()'s (stored first). fresh=True always reruns.
+    def get_or_run(self, config, fn, family="runs"):
+        """The stored record (made at or after `since`), or fn()'s (stored first).
 
         fn runs outside the lock (training may take minutes). If it raises,
         nothing is written. The returned record is always the JSON round trip
-        (tuples become lists), so a cached and a fresh call look the same.
+        (tuples become lists), so a cached and a new record look the same.
         """
         config_key(config)  # reject a bad config before spending time on fn
-        if not fresh:
-            record = self.get(config, family)
-            if record is not None:
-                return record
+        record = self.get(config, family)
+        if record is not None:
+            return record
         record = fn()
         return self.put(config, record, family)["record"]
 

@@ -1,29 +1,36 @@
-"""Running a plan: train what the result store lacks, in plan order, and hand back the records.
+"""Running a plan: make what the result store lacks, in plan order, and hand back the records.
 
     records = running.run_plan(profile, "init_scale")      # trains only the missing runs
     record = running.run_one(config, eval_size=500)         # one run: train.run + how it was timed
 
-run_plan makes the learning-rate choices the way planning.py asks: plan stage 1, train it, choose
-on its records (planning.choose_lrs), plan again with the choices, train what is new. The sweep
-(sweep.py) does the same in parallel; the notebooks call this through tables.py.
+A plan is a list of units of work (planning.work, work.Work) for every family alike: notebook 08's
+steps as much as 06's training runs. run_plan runs the ready ones here, one after the other, through
+the one worker function (execute) the sweep (sweep.py) runs in parallel, and stores what comes back
+the way the sweep does (store_result). The notebooks call it through tables.get.
+
+`fresh` is what the notebooks' parameter says: False reads the store, True retrains every run stored
+before the call began, an ISO 8601 time retrains those stored before it (results.fresh_since).
 """
-import os
 import platform
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from . import planning, rules
+from . import planning, rules, stream, work
 from . import profiles as profiles_module
+from ..methods.atomic import atomic_write
 from ..training import train as T
-from .results import WORKERS_ENV, ResultStore, config_key
+from .results import ResultStore, fresh_since
 
 
-def store_of(profile):
-    """The result store of a profile: data/results/<profile>/."""
-    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile)))
+def store_of(profile, fresh=False):
+    """The result store of a profile, data/results/<profile>/, in which the records `fresh` retrains
+    (results.fresh_since) count as missing."""
+    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile)), since=fresh_since(fresh))
 
 
 def machine():
@@ -40,49 +47,98 @@ def machine():
     return f"{name} ({torch.backends.cpu.get_cpu_capability()})"
 
 
-def run_one(config, eval_size=None, device="auto", progress=False, save_to=None, glue_dir=None):
+def run_one(config, eval_size=None, device="auto", progress=False, save_to=None, glue_dir=None, workers=1):
     """train.run's record for one config (evaluation sets capped at eval_size, the adapter saved to
     save_to), its convergence verdict (rules.convergence) and how it was timed: run_seconds (the whole
-    run: loading, training, evaluations, test, what a from-scratch regeneration pays for it), threads (torch's CPU threads), workers (runs side by
-    side, each paying its own seconds: run_seconds / workers is its share of the wall time) and machine."""
+    run: loading, training, evaluations, test, what a from-scratch regeneration pays for it), threads
+    (torch's CPU threads), workers (the runs training side by side with this one, itself included, as
+    the caller knows them: each pays its own seconds, so run_seconds / workers is its share of the wall
+    time) and machine."""
     start = time.perf_counter()
     record = T.run(config, device=device, progress=progress, glue_dir=glue_dir, eval_size=eval_size,
                    save_to=save_to)
     return {**record, **rules.convergence(record["curve"], record["class_entropy"]),
             "run_seconds": time.perf_counter() - start, "threads": torch.get_num_threads(),
-            "workers": int(os.environ.get(WORKERS_ENV, 1)), "machine": machine()}
+            "workers": workers, "machine": machine()}
 
 
-def run_all(profile, family, configs, fresh=False, progress=True):
-    """Records for configs through the store (in order); trains only what is missing (or all if
-    fresh). A run whose adapter the family keeps (planning.keeps_adapter) saves it in
-    store.checkpoint_dir(key)."""
-    p = profiles_module.resolve(profile)
-    store, cap = store_of(p), planning.eval_size(p, family)
-    records = []
-    bar = tqdm(configs, desc=f"{p.name}/{family}", disable=not progress, unit="run")
-    for config in bar:
-        key = planning.run_key(config, p, family)
-        bar.set_postfix_str(f"{config.task} {config.method}", refresh=False)
-        save_to = store.checkpoint_dir(key) if planning.keeps_adapter(p, family, config) else None
-        record = store.get_or_run(
-            key, lambda: run_one(config, cap, progress=progress, save_to=save_to), family=family, fresh=fresh)
-        records.append(record)
-    bar.close()
-    return records
+# ----------------------------------------------------------------------------- one unit of work
 
+def _train(spec, needs, out):
+    """The worker of a training run: run_one on the spec's config, its adapter saved to `out` when the
+    family keeps it (planning.keeps_adapter)."""
+    return run_one(T.RunConfig.from_dict(spec["config"]), spec["eval_size"], progress=spec.get("progress", False),
+                   save_to=out if spec["save"] else None, workers=spec.get("workers", 1))
+
+
+# a unit's spec["step"] -> its worker(spec, folders of its needs' files, folder for its own files)
+STEPS = {"train": _train, **stream.STEPS}
+
+
+def pack(unit, store, **extra):
+    """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
+    worker on another machine needs no shared disk) and `extra` (workers, progress)."""
+    inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
+              for need in unit.needs]
+    return {**unit.spec, "inputs": inputs, **extra}
+
+
+def execute(spec):
+    """The one worker function, in this process, a sweep's worker process or a Ray task: write the
+    needs' files to a temporary folder, run spec["step"] (STEPS), and return {"record", "files"}: the
+    record with how it was timed (workers side by side, threads, machine) and the files the step left,
+    as {name: bytes}, for the driver to store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        needs = []
+        for i, files in enumerate(spec.get("inputs", [])):
+            needs.append(Path(tmp) / "needs" / str(i))
+            needs[-1].mkdir(parents=True)
+            for name, data in files.items():
+                (needs[-1] / name).write_bytes(data)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        record = STEPS[spec["step"]](spec, needs, out)
+        files = {f.name: f.read_bytes() for f in out.iterdir() if f.is_file()}
+    timed = {"workers": spec.get("workers", 1), "threads": torch.get_num_threads(), "machine": machine()}
+    return {"record": {**record, **timed}, "files": files}
+
+
+def store_result(store, unit, result):
+    """The driver's one write per unit: its files (the marker last, so a folder holding the marker is
+    complete), then its record."""
+    if result["files"]:
+        folder = work.folder(store, unit)
+        for name, data in sorted(result["files"].items(), key=lambda item: item[0] == unit.marker):
+            atomic_write(folder / name, data)
+    store.put(unit.key, result["record"], unit.family)
+
+
+def drop_unneeded(store, units):
+    """Delete the files of units that keep none once no missing unit reads them (work.disposable)."""
+    for folder in work.disposable(units, store):
+        shutil.rmtree(folder)
+
+
+# ----------------------------------------------------------------------------- a plan, in this process
 
 def run_plan(profile, family, fresh=False, progress=True):
-    """Records of a family's plan, in plan order: stage 1 (grids and fixed-rate runs), the learning
-    rates chosen on its records, then the runs those choices add. The plan's budget controls train too
-    but are not among the records returned (their table: tables.budget_control)."""
+    """Records of a family's plan, in plan order, made where the store lacks them: run the ready units
+    (work.ready), store them, and ask the planner again, until nothing is ready. Asking again is how
+    the learning rates chosen on stored grids add their runs, and how a chain of steps grows. The
+    plan's budget controls run too but are not among the records returned (tables.budget_control
+    reads them). `fresh` becomes one time for the whole call, so each unit reruns once."""
     p = profiles_module.resolve(profile)
-    key = lambda c: config_key(planning.run_key(c, p, family))  # noqa: E731
-    stage1 = planning.plan(p, family)
-    done = {key(c): r for c, r in zip(stage1, run_all(p, family, stage1, fresh, progress))}
-    chosen = planning.choose_lrs(list(done.values()))
-    configs = planning.plan(p, family, chosen)
-    todo = [c for c in configs if key(c) not in done]
-    done.update({key(c): r for c, r in zip(todo, run_all(p, family, todo, fresh, progress))})
-    controls = {key(control) for _, control in planning.budget_controls(p, family, chosen)}
-    return [done[key(c)] for c in configs if key(c) not in controls]
+    store = store_of(p, fresh)
+    done = set()
+    bar = tqdm(desc=f"{p.name}/{family}", disable=not progress, unit="run", total=0)
+    while todo := [u for u in work.ready(planning.work(p, family, store), store) if u.id not in done]:
+        bar.total += len(todo)
+        for unit in todo:
+            bar.set_postfix_str(unit.label, refresh=False)
+            store_result(store, unit, execute(pack(unit, store, progress=progress)))
+            done.add(unit.id)
+            bar.update()
+    bar.close()
+    units = planning.work(p, family, store)
+    drop_unneeded(store, units)
+    return [r for u in units if not u.control and (r := store.get(u.key, family)) is not None]

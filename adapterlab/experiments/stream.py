@@ -1,9 +1,9 @@
 """Houlsby's online setting: tasks arrive one at a time, and three learners keep up with them.
 
-    import adapterlab.experiments.stream as st
-    result = st.run_stream("smoke")            # trains what the store lacks, then reads everything back
-    result.accuracy("sequential", order=0)     # task x time accuracy matrix (mean over seeds)
-    st.forgetting(result, "sequential")        # per task: drop since its own training, with paired noise
+    from adapterlab.experiments import running, stream
+    running.run_plan("smoke", "stream")        # runs every step the store lacks, as for any family
+    result = stream.load("smoke")              # reads every step back
+    result.matrix("sequential", result.settings.orders[0])   # task x time accuracy (mean over seeds)
 
 Houlsby et al. motivate adapters by a stream of tasks (a cloud service's customers): one frozen base
 model and a few task-specific parameters per task give "perfect memory" of earlier tasks and a model
@@ -15,8 +15,10 @@ that grows by a few percent per task. The three learners (LEARNERS):
               and swapped in (load_adapter) to evaluate that task;
   copies      one fully fine-tuned model per task: the accuracy upper bound, a whole model per task.
 
-The work is a list of steps (Step), each stored in the result store (family "stream", keyed by
-everything that determines it), so an interrupted run resumes and the notebook redraws from the store:
+The family's plan is a list of steps, each a unit of work (work.Work) that the suite's runners run
+like any training run (running.run_plan in process, the sweep in parallel) and store under family
+"stream", keyed by everything that determines it; an interrupted run resumes and the notebook
+redraws from the store:
 
   sequential(prefix, seed)  train the last task of `prefix` from the weights after prefix[:-1] (from
                             the pretrained model when the prefix has one task), then test every task of
@@ -39,14 +41,12 @@ A copy never changes after its training, so its column entries after arrival are
 measurement behind "perfect memory".
 
 Weights a later step needs (the sequential model after each arrival, the adapters) are kept under
-data/results/<profile>/stream_files/<step key>/ (not committed: a MiniLM copy is ~90 MB); the records
-keep every number the notebook draws, including the file sizes for the storage bill. A sequential
-step whose predecessor's weights are gone reruns the predecessor first (its record is replaced).
+data/results/<profile>/stream_files/<step key>/ (not committed: a MiniLM copy is ~90 MB; a model goes
+once the next arrival is stored); the records keep every number the notebook draws, including
+the file sizes for the storage bill. A sequential step whose predecessor's weights are gone reruns
+the predecessor first (its record is replaced).
 """
-import datetime
 import hashlib
-import os
-import shutil
 import statistics
 import tempfile
 import time
@@ -57,7 +57,6 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
-from tqdm.auto import tqdm
 
 from . import profiles as profiles_module
 from . import rules
@@ -67,10 +66,12 @@ from ..training import train as T
 from ..training.backbones import load_backbone
 from ..methods.inject import adapt
 from ..methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, save_adapter
-from .results import WORKERS_ENV, ResultStore, atomic_write, config_key
+from .results import ResultStore
+from .work import Work
 
 FAMILY = "stream"
 LEARNERS = ("sequential", "adapters", "copies")
+FILES = "stream_files"  # the store's folder of the steps' weights (work.folder), not committed
 MODEL_FILE = "model.safetensors"  # a sequential/copy step's weights: "body.<name>" + "head.<task>.<name>"
 # Bump when a change alters what a stored step computes, so old records stop matching.
 STREAM_VERSION = 2  # 2: every training step records its convergence verdict
@@ -101,22 +102,17 @@ def check_settings(s):
 
 # ----------------------------------------------------------------------------- steps
 
-@dataclass(frozen=True)
-class Step:
-    """One resumable unit of work. `key` is its result-store config; `needs` the steps whose files it reads."""
-    kind: str  # "sequential", "adapter", "recall", "serving"
-    key: dict
-    needs: tuple = ()
+def _label(kind, key):
+    what = {"sequential": lambda k: " > ".join(k["tasks"]), "adapter": lambda k: k["task"],
+            "recall": lambda k: " > ".join(k["order"]), "serving": lambda k: ""}[kind](key)
+    seed = f" seed {key['seed']}" if "seed" in key else ""
+    return f"{kind} {what}{seed}".replace("  ", " ")
 
-    @property
-    def id(self):
-        return config_key(self.key)
 
-    def __str__(self):
-        what = {"sequential": lambda k: " > ".join(k["tasks"]), "adapter": lambda k: k["task"],
-                "recall": lambda k: " > ".join(k["order"]), "serving": lambda k: ""}[self.kind](self.key)
-        seed = f" seed {self.key['seed']}" if "seed" in self.key else ""
-        return f"{self.kind} {what}{seed}".replace("  ", " ")
+def _step(kind, key, needs=(), marker=None, kept=True):
+    """A step as a unit of work (work.Work): its key is also what its worker computes it from."""
+    return Work(FAMILY, key, {"step": kind, "key": key}, tuple(needs), marker, kept, files_in=FILES,
+                label=_label(kind, key))
 
 
 def _setup(s):
@@ -126,34 +122,36 @@ def _setup(s):
 
 
 def sequential_step(s, prefix, seed):
+    """Its model file is read by the next arrival only: dropped once that one is stored (kept=False)."""
     prefix = tuple(prefix)
     needs = (sequential_step(s, prefix[:-1], seed),) if len(prefix) > 1 else ()
-    return Step("sequential", {"step": "sequential", "tasks": list(prefix), "seed": seed, "lr": s.full_lr,
-                               **_setup(s)}, needs)
+    return _step("sequential", {"step": "sequential", "tasks": list(prefix), "seed": seed, "lr": s.full_lr,
+                                **_setup(s)}, needs, marker=MODEL_FILE, kept=False)
 
 
 def adapter_step(s, task, seed):
-    return Step("adapter", {"step": "adapter", "task": task, "seed": seed, "lr": s.adapter_lr,
-                            "bottleneck": s.bottleneck, **_setup(s)})
+    return _step("adapter", {"step": "adapter", "task": task, "seed": seed, "lr": s.adapter_lr,
+                             "bottleneck": s.bottleneck, **_setup(s)}, marker=ADAPTER_CONFIG)
 
 
 def recall_step(s, order, seed, adapter_hashes=None):
     """adapter_hashes ({task: sha256 of its adapter file}) join the key once the adapters are stored: a
     retrained adapter (new file) then needs a new recall, never an old one's verdict."""
     needs = tuple(adapter_step(s, t, seed) for t in order)
-    return Step("recall", {"step": "recall", "order": list(order), "seed": seed, "bottleneck": s.bottleneck,
-                           "adapters": adapter_hashes, **_setup(s)}, needs)
+    return _step("recall", {"step": "recall", "order": list(order), "seed": seed, "bottleneck": s.bottleneck,
+                            "adapters": adapter_hashes, **_setup(s)}, needs)
 
 
 def serving_step(s):
-    return Step("serving", {"step": "serving", "backbone": s.backbone, "bottleneck": s.bottleneck,
-                            "swap_repeats": s.swap_repeats, "load_repeats": s.load_repeats,
-                            "stream_version": STREAM_VERSION})
+    return _step("serving", {"step": "serving", "backbone": s.backbone, "bottleneck": s.bottleneck,
+                             "swap_repeats": s.swap_repeats, "load_repeats": s.load_repeats,
+                             "stream_version": STREAM_VERSION})
 
 
 def steps(profile=None, store=None):
-    """Every step of a profile's stream, in an order that runs (a step after the steps it needs).
-    With a store, recall steps carry the stored adapters' file hashes (see recall_step)."""
+    """Every step of a profile's stream (its units of work, planning.work), in an order that runs: a
+    step after the steps it needs. With a store, recall steps carry the stored adapters' file hashes
+    (see recall_step)."""
     s = check_settings(settings(profile))
     out = []
     for seed in s.seeds:
@@ -170,43 +168,6 @@ def steps(profile=None, store=None):
             out.append(recall_step(s, order, seed, hashes))
     out.append(serving_step(s))
     return list({step.id: step for step in out}.values())  # shared steps once
-
-
-def files_dir(profile, step):
-    """Where a step's weights live (kept for the steps that read them; not committed)."""
-    return profiles_module.results_dir(profiles_module.resolve(profile)) / "stream_files" / step.id
-
-
-def _has_files(profile, step):
-    folder = files_dir(profile, step)
-    return (folder / MODEL_FILE).exists() if step.kind == "sequential" else (folder / ADAPTER_CONFIG).exists()
-
-
-def missing(profile=None, store=None):
-    """The steps to run now, in order: those the store lacks whose needs are stored with their files,
-    plus any stored need whose files are gone (rerun: `rerun=True`). Call again after running them: a
-    stream grows one arrival at a time (what the sweep's re-planning loop does)."""
-    p = profiles_module.resolve(profile)
-    store = store or ResultStore(profiles_module.results_dir(p))
-    todo = []
-    for step in steps(p, store):
-        if store.get(step.key, FAMILY) is not None:
-            continue
-        if step.kind == "recall" and step.key["adapters"] is None:
-            waiting = [n for n in step.needs if store.get(n.key, FAMILY) is None]
-            todo += [n for n in waiting if n not in todo]
-            continue
-        ready = True
-        for need in step.needs:
-            if store.get(need.key, FAMILY) is None:
-                ready = False
-            elif not _has_files(p, need):
-                ready = False
-                if need not in todo:
-                    todo.append(need)  # stored, but its weights are gone: train it again
-        if ready and step not in todo:
-            todo.append(step)
-    return todo
 
 
 # ----------------------------------------------------------------------------- hashing and files
@@ -343,7 +304,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
     if len(tasks) > 1:
         if previous is None or not (Path(previous) / MODEL_FILE).exists():
             raise ValueError(f"the sequential step {' > '.join(tasks)} needs the weights after "
-                             f"{' > '.join(tasks[:-1])}; run that step first (stream.missing lists it)")
+                             f"{' > '.join(tasks[:-1])}; run that step first (it comes first in stream.steps)")
         load_model(model, heads, Path(previous) / MODEL_FILE)
     adapt(model, "full")
     new = tasks[-1]
@@ -364,8 +325,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
     return {"step": "sequential", "tasks": tasks, "seed": seed, "tests": tests, "model_bytes": model_bytes,
             "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
             **_convergence(result, split),
-            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start,
-            "machine": _machine()}
+            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------- learner 2: adapters
@@ -392,8 +352,7 @@ def run_adapter(key, out, progress=False):
             "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
             "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
             **_convergence(result, split),
-            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start,
-            "machine": _machine()}
+            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start}
 
 
 def run_recall(key, adapter_dirs, out=None, progress=False):
@@ -420,7 +379,7 @@ def run_recall(key, adapter_dirs, out=None, progress=False):
         base_bytes = (Path(tmp) / "base.safetensors").stat().st_size
     return {"step": "recall", "order": order, "seed": seed, "tests": tests, "base_sha256": base_hashes,
             "adapter_sha256_before": files_before, "adapter_sha256_after": files_after, "base_bytes": base_bytes,
-            "run_seconds": time.perf_counter() - start, "machine": _machine()}
+            "run_seconds": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------- serving cost
@@ -475,115 +434,19 @@ def _time_serving(s, key):
     return {"step": "serving", "swap_seconds": swaps, "load_seconds": loads,
             "swap_median": statistics.median(swaps), "load_median": statistics.median(loads),
             "model_bytes": model_bytes, "adapter_bytes": adapter_bytes, "threads": torch.get_num_threads(),
-            "run_seconds": time.perf_counter() - start, "machine": _machine()}
+            "run_seconds": time.perf_counter() - start}
 
 
-def _machine():
-    from .running import machine  # the suite's one description of the CPU a time was measured on
-    return machine()
+# ----------------------------------------------------------------------------- the steps' workers
 
-
-# ----------------------------------------------------------------------------- running steps
-
-def execute(step, profile=None, progress=False):
-    """Run one step in this process, reading/writing its files under files_dir; returns its record."""
-    p = profiles_module.resolve(profile)
-    out = files_dir(p, step)
-    if step.kind == "sequential":
-        previous = files_dir(p, step.needs[0]) if step.needs else None
-        return run_sequential(step.key, previous, out, progress)
-    if step.kind == "adapter":
-        return run_adapter(step.key, out, progress)
-    if step.kind == "recall":
-        return run_recall(step.key, {n.key["task"]: files_dir(p, n) for n in step.needs}, progress=progress)
-    return run_serving(step.key, progress)
-
-
-def worker_spec(step, profile=None):
-    """What a sweep worker needs, as plain data: the step and the bytes of the files it reads (so a
-    worker needs no shared disk)."""
-    p = profiles_module.resolve(profile)
-    inputs = {need.id: {f.name: f.read_bytes() for f in files_dir(p, need).iterdir() if f.is_file()}
-              for need in step.needs}
-    return {"kind": step.kind, "key": step.key, "needs": [n.id for n in step.needs],
-            "need_tasks": [n.key.get("task") for n in step.needs], "inputs": inputs}
-
-
-def run_step(spec):
-    """A sweep worker: run one step from worker_spec's data; {"record", "files"} (files: {name: bytes}
-    to keep under files_dir, written by the driver with store_result)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        dirs = {}
-        for need_id, files in spec["inputs"].items():
-            dirs[need_id] = tmp / "in" / need_id
-            dirs[need_id].mkdir(parents=True)
-            for name, data in files.items():
-                (dirs[need_id] / name).write_bytes(data)
-        out = tmp / "out"
-        key, kind = spec["key"], spec["kind"]
-        if kind == "sequential":
-            record = run_sequential(key, dirs[spec["needs"][0]] if spec["needs"] else None, out)
-        elif kind == "adapter":
-            record = run_adapter(key, out)
-        elif kind == "recall":
-            record = run_recall(key, {t: dirs[i] for t, i in zip(spec["need_tasks"], spec["needs"])})
-        else:
-            record = run_serving(key)
-        files = {f.name: f.read_bytes() for f in out.iterdir() if f.is_file()} if out.exists() else {}
-    # runs side by side each pay their own seconds: from-scratch sums count run_seconds / workers
-    record = {**record, "workers": int(os.environ.get(WORKERS_ENV, 1)), "threads": torch.get_num_threads()}
-    return {"record": record, "files": files}
-
-
-def store_result(store, step, result, profile=None):
-    """The driver's write for one step: its files (if any), then its record."""
-    if result["files"]:
-        folder = files_dir(profile, step)
-        for name, data in sorted(result["files"].items(), key=lambda item: item[0] == ADAPTER_CONFIG):
-            atomic_write(folder / name, data)
-    store.put(step.key, result["record"], FAMILY)
-
-
-def prune(profile=None, store=None):
-    """Delete model files no missing step will read (a finished sequential chain's ~90 MB copies);
-    adapter files stay (small, and the recall check reads them). Returns the folders removed."""
-    p = profiles_module.resolve(profile)
-    store = store or ResultStore(profiles_module.results_dir(p))
-    all_steps = steps(p, store)
-    needed = {need.id for step in all_steps if store.get(step.key, FAMILY) is None for need in step.needs}
-    removed = []
-    for step in all_steps:
-        if step.kind == "sequential" and step.id not in needed and files_dir(p, step).exists():
-            shutil.rmtree(files_dir(p, step))
-            removed.append(files_dir(p, step))
-    return removed
-
-
-def run_stream(profile=None, fresh=False, progress=True):
-    """Run every missing step in this process (resuming whatever is stored), prune the big files, and
-    return the StreamResult read from the store. fresh=True reruns every step."""
-    p = profiles_module.resolve(profile)
-    # fresh: records made before now count as missing (results.py's `since`), so an interrupted fresh
-    # run that is started again without fresh=True keeps what it retrained
-    # (whole seconds: records keep their time to the second, and one made within this very second is new)
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    since = now.isoformat() if fresh else None
-    store = ResultStore(profiles_module.results_dir(p), since=since)
-    done = set()
-    bar = tqdm(desc=f"{p.name}/stream", unit="step", disable=not progress)
-    while True:
-        todo = [st for st in missing(p, store) if st.id not in done]
-        if not todo:
-            break
-        for step in todo:
-            bar.set_postfix_str(str(step), refresh=False)
-            store.put(step.key, execute(step, p, progress=False), FAMILY)
-            done.add(step.id)
-            bar.update()
-    bar.close()
-    prune(p, store)
-    return load(p, store)
+# step -> its worker, called by running.execute with the step's spec, the folders of the files of its
+# needs (in the order of step.needs) and the folder for its own files
+STEPS = {
+    "sequential": lambda spec, needs, out: run_sequential(spec["key"], needs[0] if needs else None, out),
+    "adapter": lambda spec, needs, out: run_adapter(spec["key"], out),
+    "recall": lambda spec, needs, out: run_recall(spec["key"], dict(zip(spec["key"]["order"], needs))),
+    "serving": lambda spec, needs, out: run_serving(spec["key"]),
+}
 
 
 # ----------------------------------------------------------------------------- reading the store
@@ -664,7 +527,7 @@ def load(profile=None, store=None):
     lacking = [str(st) for st in step_list if records[st.id] is None]
     if lacking:
         raise ValueError(f"the {p.name} stream lacks {len(lacking)} step(s) (e.g. {lacking[0]}); run "
-                         f"stream.run_stream({p.name!r}) or `python -m adapterlab sweep --profile {p.name}`")
+                         f"running.run_plan({p.name!r}, 'stream') or `python -m adapterlab sweep --profile {p.name} --only 08`")
     return StreamResult(settings(p), records, step_list)
 
 

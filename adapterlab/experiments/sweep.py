@@ -14,7 +14,7 @@ store and train nothing. Design choices, and why:
   as ever). A Ray cluster therefore needs no shared filesystem, and two workers never race on a file.
 - Layer removal has a second stage (scoring every span of removed adapters on the best run). The
   sweep trains the runs and stores each adapter in the store's checkpoint folder; notebook 04 (or
-  tables.layer_removal) scores the spans from that checkpoint: evaluation only, no training.
+  tables.score_spans) scores the spans from that checkpoint: evaluation only, no training.
 - Learning rates chosen on validation are a second stage: the first wave trains the grids (and
   every run that needs no choice); then planning.plan_from chooses on the stored grids and the sweep
   trains what the choices add. The sweep depends on planning (and running.run_one) only.
@@ -27,133 +27,54 @@ store and train nothing. Design choices, and why:
 Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU, or
 workers_per_gpu of them (on CPU one, or max_parallel sharing the cores; processes rather than the
 driver itself, so that a crash or Ctrl-C in training leaves the driver standing); "ray" submits
-each run as a Ray task (num_gpus=1 when the cluster has GPUs). Records made before
-ADAPTERLAB_FRESH_SINCE count as missing (results.py), which is how `regenerate --fresh --workers N`
-retrains everything and resumes after an interruption.
+each run as a Ray task (num_gpus=1 when the cluster has GPUs). Every worker is told how many runs
+train side by side (the spec's "workers"), which each record keeps: run_seconds / workers is a run's
+share of the sweep's wall time. With `fresh` (--fresh, or --since TIME to resume) records made before
+the sweep began (or before TIME) count as missing (results.fresh_since), which is how `regenerate
+--fresh` retrains everything and resumes after an interruption.
 """
 import datetime
 import json
 import os
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import planning
+from . import planning, running, work
 from . import profiles as profiles_module
-from ..methods.saving import ADAPTER_CONFIG
-from .families import PLANNED, STREAM, family_of
-from .results import WORKERS_ENV, ResultStore, atomic_write, config_key
+from .families import PLANNED, family_of
+from .results import ResultStore, atomic_write, fresh_since
 
 FAILURES = "sweep_failures.json"
 
 
 # ----------------------------------------------------------------------------- what to run
 
-@dataclass
-class Run:
-    """One planned training run: its family, store key (a dict) and RunConfig."""
-    family: str
-    key: dict
-    config: object
-
-    @property
-    def id(self):
-        return config_key(self.key)
-
-    def spec(self, profile):
-        """What a worker needs, as plain data (it travels to other processes and machines)."""
-        return {"config": self.config.to_dict(), "eval_size": planning.eval_size(profile, self.family),
-                "save": planning.keeps_adapter(profile, self.family, self.config)}  # 03 swaps it, 04 scores spans
-
-    def store(self, store, result, profile):
-        _store_result(store, self, result)
-
-    def __str__(self):
-        return f"{self.family} {self.id}: {planning.describe(self.config)}"
-
-
-@dataclass(frozen=True)
-class StreamRun:
-    """One step of notebook 08's stream (stream.Step), scheduled like a Run: its worker spec carries the
-    files it reads, and the driver stores what it returns (stream.store_result)."""
-    step: object
-    family = STREAM
-
-    @property
-    def id(self):
-        return self.step.id
-
-    @property
-    def key(self):
-        return self.step.key
-
-    def spec(self, profile):
-        from . import stream  # torch: only where stream steps are scheduled
-
-        return {**stream.worker_spec(self.step, profile), "stream": True}
-
-    def store(self, store, result, profile):
-        from . import stream
-
-        stream.store_result(store, self.step, result, profile)
-
-    def __str__(self):
-        return f"{STREAM} {self.id}: {self.step}"
-
-
 def families(only=None):
-    """The families of `only` ("04,06", "layer_removal", a list); every planned one (03-07) for None."""
+    """The families of `only` ("04,08", "layer_removal", a list); every one with a plan (03-08) for None."""
     if not only:
-        return [*PLANNED, STREAM]
+        return list(PLANNED)
     tokens = only.split(",") if isinstance(only, str) else [str(t) for t in only]
     chosen = {family_of(t) for t in tokens if t.strip()}
-    return [f for f in (*PLANNED, STREAM) if f in chosen]
+    return [f for f in PLANNED if f in chosen]
 
 
-def missing(profile, only=None, skip=()):
-    """The planned runs the store does not hold (nor listed in `skip`, a set of run ids), in plan order."""
+def missing(profile, only=None, skip=(), fresh=False):
+    """The units of work ready to run (work.ready: stored nowhere, their needs stored), in plan order,
+    but not those listed in `skip` (a set of ids); a record that `fresh` retrains (results.fresh_since)
+    counts as not stored. Asked again after a wave: stored grids add their chosen runs, a stored step
+    the next step of its chain."""
     p = profiles_module.resolve(profile)
-    store = ResultStore(profiles_module.results_dir(p))
-    runs = []
-    for family in families(only):
-        if family == STREAM:  # the steps ready now; the driver's re-planning loop adds the next arrivals
-            from . import stream
-
-            runs += [StreamRun(step) for step in stream.missing(p, store) if step.id not in skip]
-            continue
-        for config in planning.plan_from(p, family, planning.store_lookup(store, p, family)):
-            run = Run(family, planning.run_key(config, p, family), config)
-            if run.id not in skip and store.get(run.key, family) is None:
-                runs.append(run)
-    return list({r.id: r for r in runs}.values())  # the same run planned twice trains once
-
-
-# ----------------------------------------------------------------------------- the worker
-
-def train_run(spec):
-    """Train one run (in a worker process or a Ray task): {"record", "files"}, files being the saved
-    adapter as {name: bytes} when spec["save"], so the driver can store it without a shared disk."""
-    if spec.get("stream"):  # a step of notebook 08's stream
-        from .stream import run_step
-
-        return run_step(spec)
-    from .running import run_one  # torch and the models: in the worker only
-    from ..training.train import RunConfig
-
-    config = RunConfig.from_dict(spec["config"])
-    with tempfile.TemporaryDirectory() as tmp:
-        record = run_one(config, spec["eval_size"], save_to=tmp if spec["save"] else None)
-        files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
-    return {"record": record, "files": files}
+    store = ResultStore(profiles_module.results_dir(p), since=fresh_since(fresh))
+    units = [u for family in families(only) for u in work.ready(planning.work(p, family, store), store)]
+    return list({u.id: u for u in units if u.id not in skip}.values())  # a unit planned twice runs once
 
 
 def _error_text(error):
@@ -191,7 +112,7 @@ class LocalExecutor:
     MiniLM step is too small for two threads to keep two cores busy, so two single-thread runs side
     by side train ~1.4x the examples per second of one two-thread run (benchmarks/bench_workers.py)."""
 
-    def __init__(self, worker=train_run, max_parallel=None, retries=2, workers_per_gpu=1):
+    def __init__(self, worker=running.execute, max_parallel=None, retries=2, workers_per_gpu=1):
         import torch
 
         gpus = torch.cuda.device_count()
@@ -208,7 +129,7 @@ class LocalExecutor:
 
     def _start(self, device):
         pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_pin,
-                                   initargs=(device, self.threads, self.slots))
+                                   initargs=(device, self.threads))
         pool.pid = pool.submit(os.getpid).result()  # start it now, and know whom to stop on Ctrl-C
         return pool
 
@@ -248,24 +169,22 @@ class LocalExecutor:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _pin(device, threads=None, workers=1):
-    """Worker start-up: see only its own GPU (or use `threads` CPU threads); say how many runs share
-    the machine (records keep it: running.run_one); leave Ctrl-C to the driver, which stops us
-    cleanly."""
+def _pin(device, threads=None):
+    """Worker start-up: see only its own GPU (or use `threads` CPU threads); leave Ctrl-C to the
+    driver, which stops us cleanly."""
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = device
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
-    os.environ[WORKERS_ENV] = str(workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class RayExecutor:
     """Each run a Ray task: one GPU each on a GPU cluster, else one CPU; Ray retries dead workers."""
 
-    def __init__(self, worker=train_run, max_parallel=None, retries=2, address=None):
+    def __init__(self, worker=running.execute, max_parallel=None, retries=2, address=None):
         try:
             import ray
         except ImportError:
@@ -280,9 +199,7 @@ class RayExecutor:
         need = {"num_gpus": 1} if gpus else {"num_cpus": 1}
         # retry_exceptions=False: a run that raises fails at once; only a lost worker is retried
         self.slots = max(1, min(max_parallel or 10**6, gpus or int(resources.get("CPU", 1))))
-        # records count run_seconds / workers as a run's share of the sweep's wall time
-        workers_env = {"env_vars": {WORKERS_ENV: str(self.slots)}}
-        self.task = ray.remote(max_retries=retries, retry_exceptions=False, runtime_env=workers_env, **need)(worker)
+        self.task = ray.remote(max_retries=retries, retry_exceptions=False, **need)(worker)
         self.running = {}  # ObjectRef -> spec
 
     def free(self):
@@ -328,27 +245,23 @@ class Failures:
         atomic_write(self.path, json.dumps(self.entries, indent=1, sort_keys=True) + "\n")
 
 
-def _store_result(store, run, result):
-    """The driver's one write per run: the adapter files (if any; its config last, which is what
-    layer_removal checks for) and then the record."""
-    if result["files"]:
-        folder = store.checkpoint_dir(run.key)
-        for name, data in sorted(result["files"].items(), key=lambda item: item[0] == ADAPTER_CONFIG):
-            atomic_write(folder / name, data)
-    store.put(run.key, result["record"], run.family)
-
-
 def sweep(profile, only=None, executor="local", address=None, max_parallel=None, retries=2,
-          worker=train_run, progress=True, file=None, workers_per_gpu=1):
+          worker=running.execute, progress=True, file=None, workers_per_gpu=1, fresh=False):
     """Train every planned run of `profile` (families of `only`) that the store lacks; return the
     exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume).
-    workers_per_gpu: the local executor's workers on each GPU (LocalExecutor)."""
+    workers_per_gpu: the local executor's workers on each GPU (LocalExecutor). fresh: False trains what
+    is missing; True also retrains every run stored before the sweep began; an ISO 8601 time, those
+    stored before it (results.fresh_since; how an interrupted fresh sweep resumes)."""
     file = file or sys.stdout
     p = profiles_module.resolve(profile)
-    store = ResultStore(profiles_module.results_dir(p))
+    since = fresh_since(fresh)  # one time for the whole sweep: a run it retrained is not retrained again
+    store = ResultStore(profiles_module.results_dir(p), since=since)
     failures = Failures(store.root)
     attempted, failed = set(), []
-    todo = missing(p, only)
+    resume = "rerun the same command" if since is None else f"rerun with --since {since.isoformat()}"
+    if since is not None:
+        print(f"sweep {p.name}: retraining every run stored before {since.isoformat()}", file=file)
+    todo = missing(p, only, fresh=since)
     if not todo:
         print(f"sweep {p.name}: every planned run is in {store.root}", file=file)
         return 0
@@ -370,31 +283,29 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
                 while queue and pool.free() > 0:
                     run = queue.pop(0)
                     attempted.add(run.id)
-                    pool.submit({**run.spec(p), "id": run.id})
+                    pool.submit(running.pack(run, store, id=run.id, workers=pool.slots))
                 spec, result, error = pool.next_done()
                 run = by_id[spec["id"]]
                 if error is None:
-                    run.store(store, result, p)
+                    running.store_result(store, run, result)
                 else:
                     failed.append((run, error))
                 failures.set(run, error)
                 bar.update()
                 bar.set_postfix(running=len(pool.running), failed=len(failed), left=len(queue), refresh=False)
-            todo = missing(p, only, skip=attempted)  # the choices on the stored grids add runs
+            todo = missing(p, only, skip=attempted, fresh=since)  # the choices on the stored grids add runs
             bar.total += len(todo)
             bar.refresh()
     except KeyboardInterrupt:
         bar.close()
         pool.close()
         done = len(attempted) - len(failed) - len(pool.running)
-        print(f"\ninterrupted: {done} runs stored; rerun the same command to train the rest", file=file)
+        print(f"\ninterrupted: {done} runs stored; {resume} to train the rest", file=file)
         return 130
     bar.close()
     pool.close()
-    if STREAM in families(only):  # the sequential learner's intermediate models nobody needs any more
-        from . import stream
-
-        stream.prune(p, store)
+    for family in families(only):  # e.g. the stream's fine-tuned models once their next step is stored
+        running.drop_unneeded(store, planning.work(p, family, store))
     ok = len(attempted) - len(failed)
     print(f"sweep {p.name}: {ok} trained, {len(failed)} failed in {time.time() - start:.0f} s "
           f"(results in {store.root})", file=file)

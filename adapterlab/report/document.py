@@ -46,7 +46,7 @@ def claims_table(rows):
 
 def readings(profile="default"):
     """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): from the profile's
-    stored runs (03, 08) and committed CSVs (04-07)."""
+    stored runs (03) and committed CSVs (04-08: findings.READERS)."""
     out, rows = [], []
     taught = stored_runs(profile, "teaching")
     if taught:
@@ -56,7 +56,7 @@ def readings(profile="default"):
         seconds, what = _cost(taught)
         out += [f"**Training adapters, {task}** (notebook 03: the lesson's runs, no claim rests on them)", *lines,
                 f"  *(from scratch: {len(taught)} run(s), {seconds / 60:.0f} min, {what})*", ""]
-    for family in families.FAMILIES:
+    for family in READERS:  # every family with a reading, in the notebooks' order
         df = load(profile, family)
         if df is None or df.empty:
             continue
@@ -66,18 +66,6 @@ def readings(profile="default"):
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
         rows += [(families.FAMILY_NOTEBOOK[family][:2], title, v) for title, v in found]
-    streamed = stored_runs(profile, families.STREAM)
-    if streamed:  # notebook 08: its own readings (stream.readings), once every step is stored
-        from ..experiments import stream
-        from .stream import readings
-        seconds, what = _cost(streamed)
-        try:
-            lines = readings(stream.load(profile))
-        except ValueError as missing:  # a partial stream: say what is missing instead of a partial reading
-            lines = [f"- {missing}"]
-        out += [f"**A stream of tasks** (notebook 08, {stream.order_name(stream.settings(profile).orders[0])}, "
-                "and a second order):", *lines,
-                f"  *(from scratch: {len(streamed)} step(s), {seconds / 60:.0f} min, {what})*", ""]
     return out, rows
 
 

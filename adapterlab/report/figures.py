@@ -59,11 +59,14 @@ class Series:
 @dataclass
 class Heatmap:
     z: list  # upper-triangular matrix × SCALE, NaN below the diagonal
-    ticks: list
+    ticks: list  # the rows' labels, and the columns' unless `columns` says otherwise
     colorbar: str
     diverging: bool
     lines: dict  # reference values on the colour bar: name -> value
     outline: list  # cells to outline: (row, column, colour)
+    columns: list | None = None  # the columns' labels when they are not the rows'
+    limits: tuple | None = None  # (low, high) of the colour scale, shared by heatmaps drawn to be compared
+    hover: str = "%{y}, %{x}: %{z:.2f}"  # the interactive figure's text for a cell (plotly's template)
 
 
 @dataclass
@@ -182,7 +185,8 @@ def layer_removal(df, span=None):
                 heatmap=Heatmap(((z - full * rel) * SCALE).tolist(), layers,
                                 labels.metric_label(metric, rel) + " vs. no removal" * rel, rel,
                                 {"no removal": full * SCALE * (not rel), **{k: y - full * SCALE * rel
-                                                                           for k, y, _ in majority}}, outline))
+                                                                           for k, y, _ in majority}}, outline,
+                                hover="layers %{y}–%{x} removed: %{z:.2f}"))
     return Figure("layer_removal", views)
 
 
@@ -334,6 +338,71 @@ def teaching_records(profile):
     return {m: r for m, key in keys.items() if (r := store.get(key, family="teaching")) is not None}
 
 
+# --------------------------------------------------------------------------- a stream of tasks
+
+# a learner's line takes its method's colour: the adapters Houlsby's, a fine-tuned copy full fine-tuning's
+LEARNER_LINES = {"sequential": "sequential", "adapters": "adapters", "copies": "full"}
+
+
+def _stream_matrix(rows, tasks):
+    """One learner's accuracy matrix on one order, × SCALE: tasks (rows, in arrival order) × tasks seen
+    (columns), the mean over seeds, NaN before a task arrives."""
+    mean = rows.groupby(["task", "time"])["value"].mean().unstack("time")
+    return (mean.reindex(index=tasks, columns=range(1, len(tasks) + 1)) * SCALE).to_numpy()
+
+
+def stream(df):
+    """Notebook 08, per order: each learner's accuracy matrix (heatmaps on one colour scale, so that a row
+    that fades reads the same in every panel); each learner's forgetting after each arrival (the earlier tasks'
+    drop since their own training, as the reading measures it: findings.stream_forgetting, its 95% interval
+    over seeds and test examples); the storage bill (bytes on disk in units of one fine-tuned model)."""
+    # one definition of forgetting and its noise, shared with the reading
+    from .findings import stream_forgetting
+
+    _check(df, ["learner", "order", "order_name", "seed", "task", "time", "value", "test_correct", "test_examples",
+                "stored_models"], "stream")
+    seeds, styles = sorted(df["seed"].unique()), colors(LEARNER_LINES.values())
+    over = f"mean of {len(seeds)} seeds" if len(seeds) > 1 else f"seed {seeds[0]} only"
+    matrices, views = {}, {}
+    for (order, learner), rows in df.groupby(["order", "learner"]):
+        tasks = list(rows.sort_values("time", kind="stable").drop_duplicates("task")["task"])
+        matrices[order, learner] = _stream_matrix(rows, tasks)
+    cells = np.concatenate([m[np.isfinite(m)] for m in matrices.values()])
+    for order, rows in df.groupby("order"):
+        ticks, name = rows["order_name"].iloc[0].split(" > "), f"order {order + 1}"
+        seen = list(range(1, len(ticks) + 1))
+        for learner, title in labels.LEARNER_NAMES.items():
+            views[f"{name}: {title}"] = View(
+                f"{title}, {name}: test accuracy after each arrival\n{over}; a constant row: nothing forgotten",
+                "tasks seen", "task, in arrival order", False,
+                heatmap=Heatmap(matrices[order, learner].tolist(), ticks, "test accuracy (%)", False, {}, [],
+                                columns=seen, limits=(float(cells.min()), float(cells.max())),
+                                hover="%{y} after %{x} task(s): %{z:.1f} %"))
+        noise = "95% CI over seeds and test examples" if len(seeds) > 1 else "95% CI over test examples (one seed)"
+        forgetting = views[f"{name}: forgetting"] = View(
+            f"Forgetting, {name}: earlier tasks' accuracy on arrival minus after k tasks\n{over}, {noise}\n"
+            "no band: identical predictions, a drop of exactly 0",
+            "tasks seen (k)", "forgetting (percentage points)", False, xticks=seen[1:],
+            hlines=[("no forgetting", 0.0, "#808080")])
+        storage = views[f"{name}: storage bill"] = View(
+            f"Storage bill, {name}: bytes on disk after each arrival, measured from the saved files\n",
+            "tasks seen", "bytes stored (× one fine-tuned model)", False, xticks=seen)
+        for learner, title in labels.LEARNER_NAMES.items():
+            diffs = [stream_forgetting(df, learner, order, k) for k in seen[1:]]
+            err = [d.half_width() * SCALE for d in diffs]
+            color, marker = styles[LEARNER_LINES[learner]]
+            forgetting.series.append(Series(title, seen[1:], [d.estimate * SCALE for d in diffs],
+                                            None if np.isnan(err).all() else err, color=color, marker=marker))
+            bill = rows[rows["learner"] == learner].drop_duplicates(["seed", "time"]).groupby("time")["stored_models"]
+            spread = bill.agg(ci95)
+            storage.series.append(Series(title, list(bill.mean().index), list(bill.mean()),
+                                         None if spread.isna().all() else list(spread), color=color, marker=marker))
+        storage.title += (f"{over}, 95% CI (t, {len(seeds) - 1} df)" if any(s.err for s in storage.series) else
+                          f"{over}: the same bytes for every seed, no error bars" if len(seeds) > 1 else
+                          f"{over}: no error bars")
+    return Figure("stream", views)
+
+
 # --------------------------------------------------------------------------- the registry
 
 
@@ -344,6 +413,10 @@ class Entry:
     png: dict  # file stem -> the views drawn side by side in that PNG
     html: dict  # file stem -> the views its buttons switch between (None: all)
 
+
+# notebook 08's files: each learner's matrices of every order in one grid, the forgetting and the bill of every order
+STREAM_FILES = {"stream_matrices": list(labels.LEARNER_NAMES.values()), "stream_forgetting": ["forgetting"],
+                "stream_storage": ["storage bill"]}
 
 FIGURES = {
     "layer_removal": Entry(layer_removal, "layer_removal.csv",
@@ -359,6 +432,7 @@ FIGURES = {
     "low_resource": Entry(low_resource, "low_resource.csv", {"low_resource": ["score"]}, {"low_resource": None}),
     "learning_curves": Entry(learning_curves, "teaching.jsonl", {"learning_curves": ["training loss", "validation"]},
                              {"learning_curves": None}),
+    "stream": Entry(stream, "stream.csv", STREAM_FILES, STREAM_FILES),
 }
 
 

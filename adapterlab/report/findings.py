@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..experiments import families, profiles, rules, stats
+from ..experiments import profiles, rules, stats
 from . import labels
 
 
@@ -517,10 +517,179 @@ def low_resource(df):
     return _low_resource(df)[0]
 
 
+# ----------------------------------------------------------------------------- 08 a stream of tasks
+
+# The papers' words for what notebook 08 judges, and Houlsby's growth per task (a share of one model)
+PERFECT_MEMORY = ("frozen shared weights give 'perfect memory of previous tasks using a small number of task-specific "
+                  "parameters' (Houlsby et al., on continual learning)")
+FORGETTING = ("a network re-trained on each new task forgets the earlier ones, catastrophic forgetting (Houlsby et "
+              "al., on continual learning)")
+COMPACT = ("adapters add 3.6% of the parameters per task (Houlsby abstract), 1.3x the base model in all for nine "
+           "GLUE tasks against 9x for one fine-tuned copy per task (Table 1)")
+HOULSBY_GROWTH = 0.036
+
+
+def measured(estimate, claim, paper, how, n, margin=stats.MARGIN, unit="points", paper_value=None):
+    """The verdict on a difference measured without noise (file sizes; forgetting that hashes prove to be nil),
+    in stats.verdict's labels, decided by the number itself: the direction, the margin, then the paper's number
+    as printed (to 0.1). Its p-value is 0, since no sampling stands between the measurement and the claim, so
+    Holm's correction keeps it."""
+    diff = stats.Difference(float(estimate), math.nan, math.nan, n, how)
+    if claim == "==":
+        label = "reproduced" if abs(estimate) < margin else "not reproduced"
+    else:
+        sign = 1 if claim == ">" else -1
+        shown = round(sign * estimate * 100, 1)  # the claimed direction made positive, as printed
+        paper_shown = None if paper_value is None else round(sign * paper_value * 100, 1)
+        label = ("reversed" if shown < 0 else "not reproduced" if shown < margin * 100 else
+                 "reproduced" if paper_shown in (None, shown) else stats.SMALLER if paper_shown > shown else stats.LARGER)
+    return stats.Verdict(claim, label, paper, diff, margin, unit, paper_value, p=0.0)
+
+
+def joined_bits(bits, counts):
+    """Several test splits' correct bits end to end, in train.correct_bits' format (the hex of the packed bits):
+    one model's record over several tasks, which stats pairs by example like a single split's."""
+    unpacked = [np.unpackbits(np.frombuffer(bytes.fromhex(b), dtype=np.uint8))[:n] for b, n in zip(bits, counts)]
+    return np.packbits(np.concatenate(unpacked)).tobytes().hex()
+
+
+def _joined(cells, tests, seeds):
+    """(one joined hex string per seed, the examples they cover) of `tests`, (task, time) pairs, from rows
+    indexed by (seed, task, time): every seed is tested on the same test examples of a task."""
+    counts = [int(cells.loc[(seeds[0], task, time), "test_examples"]) for task, time in tests]
+    return [joined_bits([cells.loc[(seed, task, time), "test_correct"] for task, time in tests], counts)
+            for seed in seeds], sum(counts)
+
+
+def _learner(table, learner, order):
+    """(one learner's rows of one order, {task: the time it arrived}, in arrival order)."""
+    rows = table[(table["learner"] == learner) & (table["order"] == order)]
+    return rows, dict(rows.groupby("task")["time"].min().sort_values())
+
+
+def stream_forgetting(table, learner, order, time=None):
+    """How much `learner` has forgotten after `time` arrivals of an order (default: all of them): the earlier
+    tasks' accuracy right after their own training minus their accuracy now, over every test example of those
+    tasks and every seed, with both sources of noise (stats.two_level; test sampling only for one seed).
+    Identical predictions give a drop of exactly 0 without a noise estimate."""
+    rows, arrived = _learner(table, learner, order)
+    time = int(rows["time"].max()) if time is None else time
+    earlier, seeds = [t for t, a in arrived.items() if a < time], sorted(rows["seed"].unique())
+    cells = rows.set_index(["seed", "task", "time"])
+    own, n = _joined(cells, [(t, arrived[t]) for t in earlier], seeds)
+    now, _ = _joined(cells, [(t, time) for t in earlier], seeds)
+    return stats.two_level(now, own, n)
+
+
+def stream_drops(table):
+    """Per learner, order, earlier task and seed: the task's accuracy right after its own training (own) and
+    after the last task (final), the drop own - final paired by example (stats.by_example) with its SE, and
+    whether it is beyond its noise (its 95% interval above zero)."""
+    rows = []
+    for (learner, order), _ in table.groupby(["learner", "order"], sort=False):
+        mine, arrived = _learner(table, learner, order)
+        last, cells = mine["time"].max(), mine.set_index(["seed", "task", "time"])
+        for r in mine[(mine["time"] == mine["task"].map(arrived)) & (mine["time"] < last)].itertuples():
+            final = cells.loc[(r.seed, r.task, last)]
+            drop = stats.by_example(final["test_correct"], r.test_correct, int(r.test_examples))
+            rows.append({"learner": learner, "order": order, "task": r.task, "seed": r.seed, "own": r.value,
+                         "final": final["value"], "drop": drop.estimate, "se": drop.se,
+                         "beyond_noise": bool(drop.known and drop.ci()[0] > 0)})
+    return pd.DataFrame(rows)
+
+
+def _growth(table, learner, order):
+    """What one more task adds to `learner`'s bytes on disk in one order, in units of one fine-tuned model:
+    (the bill after the last task - after the first) / (tasks - 1), the mean over seeds."""
+    rows, _ = _learner(table, learner, order)
+    bill = rows.groupby("time")["stored_models"].mean()
+    return (bill.iloc[-1] - bill.iloc[0]) / (bill.index[-1] - bill.index[0])
+
+
+def _forgetting_text(diff):
+    if not diff.known and diff.estimate == 0:
+        return "0.0 (identical predictions on every test example)"
+    return ci_text(diff) + " points"
+
+
+def _converged_text(rows):
+    """'; converged: 9 of 12 adapter runs, 12 of 12 fine-tuned copies' and, where some did not, what that means
+    for a gap between them (empty when the runs' verdicts are not recorded)."""
+    runs = {learner: g.drop_duplicates(["task", "seed"])["converged"].dropna().astype(bool)
+            for learner, g in rows.groupby("learner", sort=False)}
+    if not all(len(r) for r in runs.values()):
+        return ""
+    counts = ", ".join(f"{int(r.sum())} of {len(r)} {labels.LEARNER_NAMES[learner]}" for learner, r in runs.items())
+    budget = "" if all(r.all() for r in runs.values()) else ": a gap between runs not all converged is this budget's"
+    return f"; converged: {counts}{budget}"
+
+
+def _stream(df):
+    lines, claims = [], []
+    orders, seeds = sorted(df["order"].unique()), sorted(df["seed"].unique())
+    names, examples = df.groupby("order")["order_name"].first(), df.groupby("task")["test_examples"].first()
+    tasks = len(names[orders[0]].split(" > "))
+    lines.append(f"**A stream of tasks** (notebook 08: {tasks} tweet domains arrive one at a time, in {len(orders)} "
+                 f"order(s), {len(seeds)} seed(s); test accuracy on "
+                 + (f"{examples.min():,}" if examples.min() == examples.max() else
+                    f"{examples.min():,} to {examples.max():,}") + " tweets per task. Forgetting: the earlier tasks' accuracy right after their own training minus after the last "
+                 "task, paired by example, its 95% interval over seeds and test examples):")
+    drops = stream_drops(df)
+    for learner, name in labels.LEARNER_NAMES.items():
+        parts = []
+        for order in orders:
+            mine = drops[(drops["learner"] == learner) & (drops["order"] == order)]
+            parts.append(f"order {order + 1}: {_forgetting_text(stream_forgetting(df, learner, order))}, "
+                         f"{int(mine['beyond_noise'].sum())} of {len(mine)} task drops beyond their paired noise")
+        rows, _ = _learner(df, learner, orders[0])
+        stored = rows[rows["time"] == rows["time"].max()][["stored_bytes", "stored_models"]].mean()
+        lines.append(f"- {name}: forgetting in " + "; ".join(parts) + f". Stored after {tasks} tasks: "
+                     f"{stored['stored_bytes'] / 2**20:,.1f} MiB ({stored['stored_models']:.2f}x one fine-tuned model).")
+    recall = df[df["learner"] == "adapters"].groupby(["order", "seed"])["exact_recall"].first().eq(True)
+    failed = [f"order {o + 1} seed {s}" for (o, s), ok in recall.items() if not ok]
+    lines.append("- exact recall (after the last task every adapter's test logits are bit-identical to those on its "
+                 "arrival, and the frozen base's and the adapter files' hashes are unchanged): "
+                 + ("holds for every order and seed." if not failed else f"FAILS for {', '.join(failed)}."))
+    switch = df.groupby("learner")["switch_seconds"].first()
+    lines.append(f"- serving: switching the served task took {1000 * switch['adapters']:.1f} ms by swapping an adapter "
+                 f"onto the loaded base and {1000 * switch['copies']:.1f} ms by loading a fine-tuned copy (medians), "
+                 f"{switch['copies'] / switch['adapters']:.0f}x longer.")
+    last = {learner: _learner(df, learner, orders[0]) for learner in ("adapters", "copies")}
+    final = {learner: _joined(rows.set_index(["seed", "task", "time"]), [(t, tasks) for t in arrived], seeds)
+             for learner, (rows, arrived) in last.items()}
+    gap = stats.two_level(final["copies"][0], final["adapters"][0], final["copies"][1])
+    lines.append(f"- adapters minus the fine-tuned copies over every task after the last arrival (order 1): "
+                 f"{ci_text(gap)} points (95% CI, {gap.how})"
+                 + _converged_text(pd.concat([rows for rows, _ in last.values()])) + ".")
+    for order in orders:
+        memory = stream_forgetting(df, "adapters", order)
+        proven = measured(memory.estimate, "==", PERFECT_MEMORY, "exact: the same frozen base and adapter files "
+                          "(sha256), bit-identical test logits", memory.n)
+        # perfect memory is proven where the hashes show the very same model; elsewhere its interval judges it
+        remembers = proven if recall[order].all() else stats.verdict(memory, "==", PERFECT_MEMORY)
+        forgets = stats.verdict(stream_forgetting(df, "sequential", order), ">", FORGETTING)
+        claims += [((f"order {order + 1}: adapters keep perfect memory (earlier tasks' accuracy after the last task "
+                     "minus right after their training)"), remembers),
+                   ((f"order {order + 1}: sequential fine-tuning forgets (earlier tasks' accuracy right after their "
+                     "training minus after the last task)"), forgets)]
+    storage = _growth(df, "adapters", orders[0]) - _growth(df, "copies", orders[0])
+    claims.append((("adapters store a small part of a model per task, a copy a whole model (bytes added per task, "
+                    "adapters minus copies, as a share of one fine-tuned model)"),
+                   measured(storage, "<", COMPACT, "exact: measured from the saved files", tasks - 1,
+                            stats.COST_MARGIN, "% of a model", HOULSBY_GROWTH - 1)))
+    return lines + _verdict_lines(claims), claims
+
+
+def stream(df):
+    """08's reading (stream.csv): each learner's forgetting with its noise and its bill, exact recall, the serving
+    cost, the adapters' gap to the copies; verdicts on Houlsby's online setting."""
+    return _stream(df)[0]
+
+
 # ----------------------------------------------------------------------------- every family
 
 READERS = {"layer_removal": _layer_removal, "init_scale": _init_scale, "param_performance": _param_performance,
-           "low_resource": _low_resource}
+           "low_resource": _low_resource, "stream": _stream}
 
 
 def claims(family, df):
@@ -538,12 +707,7 @@ def stored_runs(profile, family):
     """The stored records of the family's current plan (03's "teaching": the notebook's default runs)."""
     from ..experiments import planning, running  # torch and the models: only when asked
     store = running.store_of(profile)
-    if family == families.STREAM:  # notebook 08: its steps, not a plan of runs
-        from ..experiments import stream
-        return [r for step in stream.steps(profile, store) if (r := store.get(step.key, stream.FAMILY)) is not None]
-    configs = planning.plan_from(profile, family, planning.store_lookup(store, profile, family))
-    records = [store.get(planning.run_key(c, profile, family), family) for c in configs]
-    return [r for r in records if r is not None]
+    return [r for unit in planning.work(profile, family, store) if (r := store.get(unit.key, family)) is not None]
 
 
 def _cost(records):

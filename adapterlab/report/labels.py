@@ -105,6 +105,13 @@ def method_size(m):
     return None
 
 
+# ----------------------------------------------------------------------------- the stream's learners
+
+# notebook 08's learners (experiments/stream.py LEARNERS) -> display name, in the order every figure shows them
+LEARNER_NAMES = {"sequential": "sequential fine-tuning", "adapters": "adapters (frozen base)",
+                 "copies": "one fine-tuned copy per task"}
+
+
 # ----------------------------------------------------------------------------- metrics
 
 SCALE = 100  # fractions -> percent / "x 100", as the papers report

@@ -24,6 +24,7 @@ from matplotlib.transforms import Bbox
 from ..experiments import profiles
 
 DPI = 150
+ROW = 3  # views side by side in one PNG; more wrap onto further rows
 SYMBOLS = {"o": "circle", "s": "square", "D": "diamond", "^": "triangle-up", "v": "triangle-down", "P": "cross",
            "X": "x", "*": "star", "<": "triangle-left", ">": "triangle-right", "h": "hexagon", "p": "pentagon",
            "d": "diamond-tall", "H": "hexagon2", "8": "octagon"}
@@ -53,12 +54,15 @@ def _names(figure, views, default):
 
 
 def png(figure, views=None):
-    """The named views side by side as a matplotlib Figure, with one legend outside the axes."""
+    """The named views side by side (ROW to a row) as a matplotlib Figure, with one legend outside the axes."""
     names = _names(figure, views, list(figure.views)[:1])
     heat, views = figure.views[names[0]].heatmap, [figure.views[n] for n in names]
     n = max(len(heat.ticks), 4) if heat else 0
     width, height = (1.6 + 0.75 * n, 1.2 + 0.62 * n) if heat else (6.4, 4.4)
-    fig, axes = plt.subplots(1, len(views), figsize=(width * len(views), height), squeeze=False)
+    rows, columns = -(-len(views) // ROW), min(len(views), ROW)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
+    for ax in axes.flat[len(views):]:  # the last row's empty places
+        ax.remove()
     for ax, view in zip(axes.flat, views):
         _heatmap(fig, ax, view.heatmap) if heat else _series(ax, view)
         ax.set(title=view.title, xlabel=view.xlabel, ylabel=view.ylabel)
@@ -116,7 +120,7 @@ def _series(ax, view):
 
 def _heatmap(fig, ax, h):
     z = np.asarray(h.z, dtype=float)
-    values = [*z[np.isfinite(z)], *h.lines.values()]
+    values = [*z[np.isfinite(z)], *h.lines.values(), *(h.limits or ())]
     if h.diverging:  # drops dominate: the negative side gets the whole red half, a little blue for gains
         low = min(min(values), -1e-6) * 1.04
         norm = dict(cmap="RdBu", norm=TwoSlopeNorm(vmin=low, vcenter=0.0, vmax=max(max(values), 0.2 * abs(low))))
@@ -124,7 +128,7 @@ def _heatmap(fig, ax, h):
         room = max(0.04 * (max(values) - min(values)), 0.5)
         norm = dict(cmap="viridis", vmin=min(values) - room, vmax=max(values) + room)
     sns.heatmap(z, mask=~np.isfinite(z), annot=len(h.ticks) <= 12, fmt=".1f", annot_kws=dict(fontsize=8), ax=ax,
-                square=True, linewidths=0.5, linecolor="white", xticklabels=h.ticks, yticklabels=h.ticks,
+                square=True, linewidths=0.5, linecolor="white", xticklabels=_columns(h), yticklabels=h.ticks,
                 cbar_kws=dict(label=h.colorbar, shrink=0.85, pad=0.06), **norm)
     ax.collections[0].set_gid("heatmap")
     ax.tick_params(axis="y", rotation=0)
@@ -135,8 +139,13 @@ def _heatmap(fig, ax, h):
         v, xmin=-0.35, clip_on=False, lw=1.6, label=name, color="black" if "majority" in name else "white",
         path_effects=[withStroke(linewidth=3.4, foreground="white" if "majority" in name else "black")])
         for name, v in h.lines.items()]
-    fig.legend(handles=marks, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(marks), fontsize=8,
-               frameon=False, title="lines on the colour bar", title_fontsize=8)
+    if marks:
+        fig.legend(handles=marks, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(marks), fontsize=8,
+                   frameon=False, title="lines on the colour bar", title_fontsize=8)
+
+
+def _columns(h):
+    return h.ticks if h.columns is None else h.columns
 
 
 def _place_labels(ax, series):
@@ -197,18 +206,20 @@ def _layout(view):
             "xaxis.constrain": "domain" if h else None, "xaxis.dtick": 1 if h else None,
             "xaxis.exponentformat": "power" if view.xlog else None,
             "xaxis.tickvals": view.xticks, "xaxis.ticktext": [f"{v:,}" for v in view.xticks or []] or None,
-            "shapes": [dict(type="rect", x0=h.ticks[j] - 0.5, x1=h.ticks[j] + 0.5, y0=h.ticks[i] - 0.5,
+            "shapes": [dict(type="rect", x0=_columns(h)[j] - 0.5, x1=_columns(h)[j] + 0.5, y0=h.ticks[i] - 0.5,
                             y1=h.ticks[i] + 0.5, line=dict(color=c, width=2)) for i, j, c in h.outline] if h else []}
 
 
 def _traces(view):
     if h := view.heatmap:
         z = np.asarray(h.z, dtype=float)
-        return [go.Heatmap(z=np.where(np.isfinite(z), z, None), x=h.ticks, y=h.ticks, hoverongaps=False, meta="heatmap",
-                           colorscale="RdBu" if h.diverging else "Viridis", zmid=0 if h.diverging else None,
+        low, high = h.limits or (None, None)
+        return [go.Heatmap(z=np.where(np.isfinite(z), z, None), x=_columns(h), y=h.ticks, hoverongaps=False,
+                           meta="heatmap", colorscale="RdBu" if h.diverging else "Viridis",
+                           zmid=0 if h.diverging else None, zmin=low, zmax=high,
                            colorbar=dict(title=dict(text=h.colorbar, side="right")),
                            texttemplate="%{z:.1f}" if len(h.ticks) <= 12 else None,
-                           hovertemplate="layers %{y}–%{x} removed: %{z:.2f}<extra></extra>")]
+                           hovertemplate=h.hover + "<extra></extra>")]
     traces, xs = [], [x for s in view.series for x in s.x]
     for s in view.series:
         rgb = tuple(int(s.color[i:i + 2], 16) for i in (1, 3, 5))

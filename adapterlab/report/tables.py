@@ -5,12 +5,13 @@
     result.table, result.grid                              # one row per run; the learning-rate grid runs
     tables.write(result, "default")                        # data/results/default/param_performance*.csv
 
-Each family function (layer_removal, init_scale, param_performance, low_resource) takes `profile`,
-`fresh` (retrain instead of reading the store) and `progress`, runs the family's plan through the
-result store (running.run_plan) and returns a FamilyResult; it writes no file. The build_* functions
-make the tables from records alone (what `make figures` and the reproduction check use). write() is
-the one step that writes the CSVs (the columns of DESIGN.md "Result tables", extras after; the columns
-added since -- class_entropy, rule_version, split -- come last so the older columns keep their bytes).
+get(family, profile, fresh, progress) is the one way from a family's name to its FamilyResult: it runs
+the family's plan through the result store (running.run_plan; `fresh` retrains, results.fresh_since),
+takes the family's further steps (layer removal scores spans of removed adapters: score_spans) and
+builds the table; it writes no file. The build_* functions make the tables from records alone (what
+`make figures` and the reproduction check use). write() is the one step that writes the CSVs (the
+columns of DESIGN.md "Result tables", extras after; the columns added since -- class_entropy,
+rule_version, split -- come last so the older columns keep their bytes).
 Every table's `split` column says which split its `value` measures (families.SPLITS).
 """
 import math
@@ -30,7 +31,7 @@ from ..experiments.families import FAMILIES, SPLITS
 from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from ..methods.config import method
 from ..training.removal import layer_removal_scores, time_span_evaluation
-from ..experiments.results import config_key, write_csvs
+from ..experiments.results import config_key, fresh_since, write_csvs
 
 SPANS_FAMILY = "layer_removal_spans"  # store file of the span evaluations (no training)
 
@@ -131,17 +132,14 @@ def epochs_run(record):
 
 # ----------------------------------------------------------------------------- layer removal
 
-def layer_removal(profile=None, fresh=False, progress=True):
-    """Houlsby Fig. 6 left/centre: remove the trained adapters of layers first..last; score on validation.
-
-    Per task: train the Houlsby runs of the plan (the lr x epochs grid in `paper`, one run elsewhere;
-    each adapter saved in the store's checkpoint folder), keep the best on validation, then score it
-    with every contiguous span of blocks [i, j] of adapters removed (removal.layer_removal_scores,
-    cached). Span scores are stored too (store file SPANS_FAMILY), so a rerun neither trains nor scores.
-    Table: build_layer_removal; timings: cached against naive on a sample of validation batches."""
+def score_spans(profile, records, fresh=False, progress=True):
+    """Houlsby Fig. 6 left/centre, the step after training: {task: span record} of the best run on
+    validation among the family's records, scored with every contiguous span of blocks [i, j] of its
+    adapters removed (removal.layer_removal_scores, cached; the adapter comes from the store's
+    checkpoint folder). Span scores are stored too (store file SPANS_FAMILY), so a rerun neither trains
+    nor scores; those stored before the time `fresh` names count as missing and are scored again."""
     p = profiles_module.resolve(profile)
-    store, cap = running.store_of(p), planning.eval_size(p, "layer_removal")
-    records = running.run_plan(p, "layer_removal", fresh, progress)
+    store, cap = running.store_of(p, fresh), planning.eval_size(p, "layer_removal")
     spans = {}
     for task, best in best_runs(records).items():
         config = _cfg(best)
@@ -153,8 +151,8 @@ def layer_removal(profile=None, fresh=False, progress=True):
                 running.run_all(p, "layer_removal", [config], True, progress)
             return evaluate_spans(config, checkpoint, cap, progress)
 
-        spans[task] = store.get_or_run(span_key(key, cap), evaluate, family=SPANS_FAMILY, fresh=fresh)
-    return replace(build_layer_removal(p, records, spans), budget=budget_control(p, "layer_removal"))
+        spans[task] = store.get_or_run(span_key(key, cap), evaluate, family=SPANS_FAMILY)
+    return spans
 
 
 def best_runs(records):
@@ -168,7 +166,8 @@ def span_key(run_key, cap):
 
 
 def build_layer_removal(profile, records, spans):
-    """The layer-removal table from the family's run records and {task: span record}.
+    """The layer-removal table from the family's run records and {task: span record} (score_spans).
+    Houlsby Fig. 6 left/centre: the adapters of layers first..last removed, scored on validation.
 
     One row per span (i <= j), n(n+1)/2 rows per task for n blocks. Columns:
       task, first_layer, last_layer (0-based block indices, inclusive), metric, value
@@ -231,14 +230,9 @@ def evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
 
 # ----------------------------------------------------------------------------- init scale
 
-def init_scale(profile=None, fresh=False, progress=True):
-    """Houlsby Fig. 6 right: Houlsby adapters trained from near-identity inits of different std."""
-    p = profiles_module.resolve(profile)
-    return replace(build_init_scale(p, running.run_plan(p, "init_scale", fresh, progress)), budget=budget_control(p, "init_scale"))
-
-
 def build_init_scale(profile, records):
-    """One row per (task, init_std, seed). Columns: task, init_std, seed, metric, value (validation
+    """Houlsby Fig. 6 right: Houlsby adapters trained from near-identity inits of different std.
+    One row per (task, init_std, seed). Columns: task, init_std, seed, metric, value (validation
     metric of the best evaluation), the RUN_COLUMNS (baseline: majority class on validation), then test,
     bottleneck, train_seconds, eval_examples, backbone."""
     cap = planning.eval_size(profile, "init_scale")
@@ -261,15 +255,10 @@ def _entry(config):
     return config_key(d)
 
 
-def param_performance(profile=None, fresh=False, progress=True):
-    """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile at the learning rate
-    chosen on validation from its grid (first seed), then trained with every seed at that rate."""
-    p = profiles_module.resolve(profile)
-    return replace(build_param_performance(p, running.run_plan(p, "param_performance", fresh, progress)), budget=budget_control(p, "param_performance"))
-
-
 def build_param_performance(profile, records):
-    """One row per (task, method settings, seed) at the chosen rate. Columns: task, method, size, trainable,
+    """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile at the learning rate
+    chosen on validation from its grid (first seed), then trained with every seed at that rate.
+    One row per (task, method settings, seed) at the chosen rate. Columns: task, method, size, trainable,
     percent, metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
     the RUN_COLUMNS (lr: the chosen rate; baseline: majority class on test), lr_grid (the rates tried,
     space-separated), then: family (the method's plot line, labels.method_line of labels.variant: "adapters"
@@ -323,7 +312,7 @@ def param_performance_summary(df, task=None):
     missing = [c for c in ("task", "method", "trainable", "value") if c not in df.columns]
     if missing or df.empty:
         raise ValueError(f"param_performance: the table lacks column(s) {missing} or rows; pass the table of "
-                         "data/results/<profile>/param_performance.csv (tables.param_performance)")
+                         "data/results/<profile>/param_performance.csv (tables.get(\"param_performance\"))")
     d = (df if task is None else df[df["task"].astype(str) == str(task)]).copy()
     d["family"] = d["family"].fillna(d["method"]).astype(str) if "family" in d else d["method"].astype(str)
     if "size" not in d.columns:
@@ -420,14 +409,8 @@ def param_performance_table_view(table):
 
 # ----------------------------------------------------------------------------- low resource
 
-def low_resource(profile=None, fresh=False, progress=True):
-    """Compacter Fig. 4: methods trained on nested seeded subsets of growing size."""
-    p = profiles_module.resolve(profile)
-    return replace(build_low_resource(p, running.run_plan(p, "low_resource", fresh, progress)), budget=budget_control(p, "low_resource"))
-
-
 def build_low_resource(profile, records):
-    """One row per (task, method, train_size, seed) at the method's rate (chosen on validation when the
+    """Compacter Fig. 4: methods trained on nested seeded subsets of growing size. One row per (task, method, train_size, seed) at the method's rate (chosen on validation when the
     profile gives it a grid). Columns: task, method, train_size, seed, metric, value (test metric of the
     state that was best on the periodic validations), the RUN_COLUMNS (baseline: majority class on test),
     then validation, label, lr_grid (the rates tried, space-separated; empty without a grid), epochs
@@ -501,15 +484,27 @@ def budget_control(profile, family):
 
 # ----------------------------------------------------------------------------- by name, and writing
 
-BUILDERS = {"layer_removal": layer_removal, "init_scale": init_scale, "param_performance": param_performance,
-            "low_resource": low_resource}
+# family -> (its build_* function, the steps between training and building: each takes (profile, records,
+# fresh, progress) and returns one more argument of the build, after profile and records)
+BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
+            "init_scale": (build_init_scale, []),
+            "param_performance": (build_param_performance, []),
+            "low_resource": (build_low_resource, [])}
 
 
 def get(family, profile=None, fresh=False, progress=True):
-    """One family's FamilyResult by name (trains what the store lacks)."""
+    """One family's FamilyResult by name: its plan trained where the store lacks it (running.run_plan),
+    its further steps taken (BUILDERS), the table built and its budget controls added (budget_control).
+    fresh: False reads the store, True retrains every run (and rescores every span) stored before this
+    call, an ISO 8601 time those stored before it (results.fresh_since)."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
-    return BUILDERS[family](profile, fresh=fresh, progress=progress)
+    p = profiles_module.resolve(profile)
+    fresh = fresh_since(fresh)  # one time for training and every step after it
+    build, steps = BUILDERS[family]
+    records = running.run_plan(p, family, fresh, progress)
+    extra = [step(p, records, fresh, progress) for step in steps]
+    return replace(build(p, records, *extra), budget=budget_control(p, family))
 
 
 def write(result, profile=None):

@@ -7,7 +7,7 @@ The engine behind Houlsby Fig. 6 (left/centre), beside inject.adapters_disabled,
 forward pass per span with the span's adapters off (cached=False), or the same numbers from cached
 prefixes (cached=True): the states entering each block are computed once per batch, and only the
 blocks from a span's first layer up are run again. Only BERT-family encoder classifiers.
-Which trained run is ablated, and the table of its spans, is tables.layer_removal's business.
+Which trained run is ablated, and the table of its spans, are tables.score_spans' and build_layer_removal's business.
 """
 import time
 from contextlib import contextmanager

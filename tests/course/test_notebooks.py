@@ -42,7 +42,7 @@ def test_notebook_runs_in_smoke_profile(notebook, smoke_run):
 
 @pytest.mark.slow
 def test_03s_default_runs_are_the_teaching_plan_the_sweep_trains(smoke_run):
-    """regenerate --workers trains 03's runs beforehand from planning.plan(profile, "teaching"); the
+    """regenerate trains 03's runs beforehand (a sweep) from planning.plan(profile, "teaching"); the
     notebook must then find exactly those runs (and their swap adapters), or it would train them again."""
     from adapterlab.methods import saving
     from adapterlab.experiments import planning
@@ -156,8 +156,7 @@ def tiny_notebooks(tmp_path):
                    "import os, pathlib\n"
                    "folder = pathlib.Path(os.environ['ADAPTERLAB_OUT']) / 'data' / 'results' / profile\n"
                    "folder.mkdir(parents=True, exist_ok=True)\n"
-                   "since = os.environ.get('ADAPTERLAB_FRESH_SINCE', '')\n"
-                   "(folder / 'fine.csv').write_text(f'profile,fresh,cwd,since\\n{profile},{fresh},{os.getcwd()},{since}\\n')")
+                   "(folder / 'fine.csv').write_text(f'profile,fresh,cwd\\n{profile},{fresh},{os.getcwd()}\\n')")
     return folder
 
 
@@ -174,7 +173,7 @@ def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, t
     assert (build / "01_boom.ipynb").exists() and (build / "01_boom.html").exists()
     assert (build / "02_fine.ipynb").exists()
     written = pd.read_csv(out / "data" / "results" / SMOKE / "fine.csv")
-    assert written.loc[0, "profile"] == SMOKE and bool(written.loc[0, "fresh"]) is True
+    assert written.loc[0, "profile"] == SMOKE and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]{8}\+00:00", written.loc[0, "fresh"])
     assert Path(written.loc[0, "cwd"]) == tiny_notebooks  # kernels run in notebooks/
     assert re.search(r"02_fine\s+ok", printed) and re.search(r"01_boom\s+FAILED", printed), printed
     # the table credits files by the figure registry and the families' tables (no guessing from file times),
@@ -182,9 +181,9 @@ def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, t
     assert not re.search(r"wrote:.*fine\.csv", printed), printed
 
 
-def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_path, capsys):
-    """--fresh --workers N trains first (a sweep) and then the notebooks must not retrain it all again:
-    they get fresh=False and the store's since-time, which makes older records count as missing."""
+def test_fresh_reaches_the_kernels_as_the_time_the_sweep_retrained_from(tiny_notebooks, tmp_path, capsys):
+    """--fresh trains first (a sweep) and then the notebooks must not retrain it all again: their `fresh` is
+    the time before which records count as missing, the one the sweep used, not True."""
     import datetime
 
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
@@ -193,30 +192,41 @@ def test_fresh_with_workers_retrains_by_time_not_by_flag(tiny_notebooks, tmp_pat
     printed = capsys.readouterr().out
     assert status == 0
     written = pd.read_csv(tmp_path / "data" / "results" / SMOKE / "fine.csv")
-    assert bool(written.loc[0, "fresh"]) is False
-    since = datetime.datetime.fromisoformat(written.loc[0, "since"])
+    since = datetime.datetime.fromisoformat(written.loc[0, "fresh"])
     assert before <= since <= datetime.datetime.now(datetime.timezone.utc)
-    assert f"--since {written.loc[0, 'since']}" in printed  # how to resume after an interruption
-    with pytest.raises(ValueError, match="--since 'soon' is not an ISO 8601 time"):
+    assert f"--since {written.loc[0, 'fresh']}" in printed  # how to resume after an interruption
+
+
+def test_a_malformed_since_is_refused_before_anything_runs(tiny_notebooks, tmp_path):
+    with pytest.raises(ValueError, match="--since 'soon' is not an ISO 8601 time; write it like 2026-12-01"):
         regenerate(profile=SMOKE, only="fine", out=tmp_path, notebooks_dir=tiny_notebooks, since="soon")
+    assert not (tmp_path / "build").exists()
 
 
-def test_training_first_sweeps_with_its_own_workers_not_the_notebooks_jobs(tiny_notebooks, tmp_path, monkeypatch):
-    """With --jobs 2 the kernels count their runs' seconds as halves (ADAPTERLAB_WORKERS=2), but the sweep
-    that trains first sets its own workers: it must not inherit the notebooks' jobs or their threads."""
-    from adapterlab.experiments import results, sweep
+def test_the_kernels_get_the_since_time_as_their_fresh_parameter(tiny_notebooks, tmp_path):
+    from adapterlab.course import regenerate as module
+
+    chosen = module.find_notebooks(tiny_notebooks)
+    for since, fresh in [("2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00"), (None, False)]:
+        jobs = module.notebook_jobs(chosen, SMOKE, since, {}, tmp_path, tiny_notebooks, timeout=60)
+        assert [job["parameters"] for job in jobs] == [dict(profile=SMOKE, fresh=fresh)] * len(chosen)
+
+
+def test_training_first_sweeps_with_its_own_workers_and_the_since_time(tiny_notebooks, tmp_path, monkeypatch):
+    """The sweep that trains first gets the workers, the since time and the kernels' output folder; the
+    notebooks' jobs and their threads are the kernels' business only."""
+    from adapterlab.experiments import sweep
 
     seen = []
-    monkeypatch.delenv(results.WORKERS_ENV, raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: seen.append(dict(os.environ)) or 130)
+    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: seen.append((kw, dict(os.environ))) or 130)
     write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False", "pass")
     status = regenerate(profile=SMOKE, only=["05", "fine"], out=tmp_path, notebooks_dir=tiny_notebooks,
-                        since="2026-01-01T00:00:00+00:00", jobs=2, progress=False)  # two notebooks: 2 jobs
+                        since="2026-01-01T00:00:00+00:00", jobs=2, workers=3, progress=False)  # two notebooks: 2 jobs
     assert status == 130
-    [env] = seen
-    assert env[results.FRESH_SINCE_ENV] == "2026-01-01T00:00:00+00:00"  # the kernels' store and since time
-    assert results.WORKERS_ENV not in env and "OMP_NUM_THREADS" not in env
+    [(kw, env)] = seen
+    assert kw == dict(only=["init_scale"], max_parallel=3, progress=False, fresh="2026-01-01T00:00:00+00:00")
+    assert env["ADAPTERLAB_OUT"] == str(tmp_path.resolve()) and "OMP_NUM_THREADS" not in env
 
 
 def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebooks, tmp_path, monkeypatch, capsys):
@@ -231,9 +241,11 @@ def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebo
     status = regenerate(profile=SMOKE, only="05", out=tmp_path, notebooks_dir=tiny_notebooks, fresh=True, workers=2,
                         progress=False)
     assert status == 130
-    assert calls == [(SMOKE, dict(only=["init_scale"], max_parallel=2, progress=False))]
+    [(profile, kw)] = calls
+    assert profile == SMOKE and kw["only"] == ["init_scale"] and kw["max_parallel"] == 2
     assert not (tmp_path / "build" / "notebooks" / SMOKE / "05_init_scale.ipynb").exists()
-    assert "rerun with --since" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert f"rerun with --since {kw['fresh']}" in printed.err  # the time it retrains from, to resume with
 
 
 def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
@@ -242,11 +254,15 @@ def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
     assert status == 0
     assert "02_fine.ipynb" in printed and "01_boom" not in printed
     assert "profile='smoke'" in printed and "fresh=False" in printed
+    assert "training first: nothing" in printed and re.search(r"planned training runs: \d+", printed)
     assert not (tmp_path / "build").exists(), "a dry run must not run or write anything"
-    assert "ADAPTERLAB_WORKERS" not in printed, "one notebook at a time: its runs are timed alone"
-    regenerate(profile=SMOKE, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True, jobs=2)
-    # two notebooks side by side: their records must count half their seconds in from-scratch times
-    assert "ADAPTERLAB_WORKERS=2" in capsys.readouterr().out
+    write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False", "pass")
+    regenerate(profile=SMOKE, only="05", out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True, workers=2,
+               since="2026-01-01T00:00:00Z")
+    printed = capsys.readouterr().out
+    assert "training first (sweep): the planned runs of init_scale, 2 at a time" in printed
+    assert "fresh='2026-01-01T00:00:00+00:00'" in printed
+    assert not (tmp_path / "build").exists()
     for only in ("2", "02", "02_fine", "02_fine.ipynb", ["fine"]):
         regenerate(profile=SMOKE, only=only, out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True)
         assert "02_fine.ipynb" in capsys.readouterr().out

@@ -15,7 +15,7 @@ from adapterlab.experiments import costs, planning, profiles, running
 from adapterlab.training import removal
 from adapterlab.experiments import stats
 from adapterlab.report import tables
-from adapterlab.experiments.families import FAMILIES, PLANNED
+from adapterlab.experiments.families import FAMILIES, TRAINED
 from adapterlab.experiments.results import ResultStore
 from adapterlab.training import train as T
 from adapterlab.training.backbones import load_backbone
@@ -129,7 +129,7 @@ def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
         again = tables.get(family, "smoke", progress=False)
         pd.testing.assert_frame_equal(again.table, smoke["frames"][family])
     assert counter.calls == before  # nothing trained
-    tables.init_scale("smoke", fresh=True, progress=False)
+    tables.get("init_scale", "smoke", fresh=True, progress=False)
     assert counter.calls == before + len(planning.plan("smoke", "init_scale"))
 
 
@@ -137,9 +137,72 @@ def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smo
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
     store.path(tables.SPANS_FAMILY).unlink()
     before = smoke["counter"].calls
-    df = tables.layer_removal("smoke", progress=False).table
+    df = tables.get("layer_removal", "smoke", progress=False).table
     assert smoke["counter"].calls == before
     pd.testing.assert_frame_equal(df, smoke["frames"]["layer_removal"])
+
+
+def _fake_training(monkeypatch, tmp_path):
+    """running.run_one replaced by a stand-in that trains nothing (validation: the rate, so every grid
+    has a choice), in a store under tmp_path; returns the list of the configs' keys it was called for."""
+    from adapterlab.experiments.results import config_key
+
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    trained = []
+
+    def run_one(config, eval_size=None, **kw):
+        trained.append(config_key(config.to_dict()))
+        return {"config": config.to_dict(), "task": config.task, "validation": config.train.lr}
+
+    monkeypatch.setattr(running, "run_one", run_one)
+    return trained
+
+
+def _age(folder, created="2020-01-01T00:00:00+00:00"):
+    """Make every record in `folder` look made at `created` (so a fresh call need not wait a second)."""
+    import json
+
+    for path in Path(folder).glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps(dict(e, created=created)) + "\n" for e in lines))
+
+
+def test_fresh_retrains_every_stored_run_exactly_once_in_one_run_plan_call(tmp_path, monkeypatch):
+    trained = _fake_training(monkeypatch, tmp_path)
+    family = "param_performance"  # learning-rate grids: stage 2 adds the runs at the chosen rates
+    first = running.run_plan("smoke", family, progress=False)
+    n = len(trained)
+    assert n == len(set(trained)) > len(planning.plan("smoke", family))  # both stages trained, each run once
+    _age(profiles.results_dir("smoke"))
+    assert running.run_plan("smoke", family, progress=False) == first and len(trained) == n  # read back
+    running.run_plan("smoke", family, fresh=True, progress=False)
+    assert sorted(trained[n:]) == sorted(trained[:n])  # every stored run retrained, none twice
+    running.run_plan("smoke", family, fresh="2020-06-01T00:00:00+00:00", progress=False)
+    assert len(trained) == 2 * n  # resuming from an earlier time: everything is newer, nothing trains
+
+
+def test_layer_removal_rescores_spans_stored_before_the_fresh_time(tmp_path, monkeypatch):
+    from adapterlab.methods.saving import ADAPTER_CONFIG
+
+    _fake_training(monkeypatch, tmp_path)
+    scored = []
+    monkeypatch.setattr(tables, "evaluate_spans", lambda config, checkpoint, cap, progress: scored.append(1) or {})
+    records = running.run_plan("smoke", "layer_removal", progress=False)
+    for config in planning.plan("smoke", "layer_removal"):  # the adapters the spans are scored from
+        (running.store_of("smoke").checkpoint_dir(planning.run_key(config, "smoke", "layer_removal"))
+         / ADAPTER_CONFIG).write_text("{}")
+    tasks = len(tables.best_runs(records))
+    tables.score_spans("smoke", records, progress=False)
+    tables.score_spans("smoke", records, progress=False)
+    assert len(scored) == tasks  # stored: the second call reads them
+    _age(profiles.results_dir("smoke"))
+    tables.score_spans("smoke", records, fresh=True, progress=False)
+    assert len(scored) == 2 * tasks
+
+
+def test_get_names_the_families_for_an_unknown_one():
+    with pytest.raises(ValueError, match="unknown family 'layer_removel'; choose one of layer_removal, init_scale"):
+        tables.get("layer_removel", "smoke")
 
 
 # ----------------------------------------------------------------------------- layer-removal scores
@@ -215,8 +278,8 @@ def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     out = io.StringIO()
     counts = costs.dry_run("paper", file=out)
-    assert counts == {**{f: len(planning.plan("paper", f)) for f in PLANNED},
-                      "total": sum(len(planning.plan("paper", f)) for f in PLANNED)}
+    assert counts == {**{f: len(planning.plan("paper", f)) for f in TRAINED},
+                      "total": sum(len(planning.plan("paper", f)) for f in TRAINED)}
     assert counts["teaching"] == 6  # notebook 03: five methods, and the swap method on a second task
     text = out.getvalue()
     assert "layer_removal: 12 runs" in text and f"total: {counts['total']} training runs" in text

@@ -3,7 +3,6 @@ of the runs it judges stored before it, and every "before data" had none. A sent
 any run" is then a computed fact, not a memory."""
 import datetime
 import json
-import re
 from pathlib import Path
 
 import pytest

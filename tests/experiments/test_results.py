@@ -120,7 +120,7 @@ def _restamp(path, created):
     path.write_text("".join(json.dumps(dict(e, created=created)) + "\n" for e in lines))
 
 
-def test_records_made_before_since_count_as_missing_and_are_replaced(tmp_path, monkeypatch):
+def test_records_made_before_since_count_as_missing_and_are_replaced(tmp_path):
     store, fn = ResultStore(tmp_path), Counter()
     for c in sweep_configs(3):
         store.get_or_run(c, fn)
@@ -135,21 +135,49 @@ def test_records_made_before_since_count_as_missing_and_are_replaced(tmp_path, m
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 3  # still one line per run
     fresh.get_or_run(sweep_configs(3)[1], fn)  # made after `since`: read back, not retrained
     assert fn.calls == 4
-    # the environment variable is the same switch (regenerate --fresh --workers sets it for its sweep and kernels)
-    monkeypatch.setenv(results.FRESH_SINCE_ENV, since)
-    assert [e["config"]["seed"] for e in ResultStore(tmp_path).records()] == [1]
+    assert ResultStore(tmp_path).records()[1] == fresh.records()[0]  # every reader sees the new record
     # a time given without a zone is UTC; a malformed one is refused with the expected form
-    assert ResultStore(tmp_path, since="2026-06-01T00:00:00").since == ResultStore(tmp_path).since
+    assert ResultStore(tmp_path, since="2026-06-01T00:00:00").since == fresh.since
     with pytest.raises(ValueError, match="not an ISO 8601 time.*2026-12-01T19:30:00"):
         ResultStore(tmp_path, since="yesterday")
 
 
-def test_fresh_recomputes_without_duplicating(tmp_path):
+def test_a_store_since_a_time_splits_records_at_that_time(tmp_path):
+    store = ResultStore(tmp_path)
+    old, new = sweep_configs(2)
+    store.put(old, {"test": 0.1})
+    store.put(new, {"test": 0.2})
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    lines[0]["created"], lines[1]["created"] = "2026-03-01T11:59:59+00:00", "2026-03-01T12:00:00+00:00"
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    since = ResultStore(tmp_path, since="2026-03-01T12:00:00+00:00")
+    assert since.get(old) is None  # one second older: missing
+    assert since.get(new) == {"test": 0.2}  # made at the time itself: present
+
+
+def test_fresh_since_turns_a_fresh_argument_into_the_stores_time():
+    import datetime
+
+    assert results.fresh_since(False) is None and results.fresh_since(None) is None
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    now = results.fresh_since(True)
+    assert before <= now <= datetime.datetime.now(datetime.timezone.utc) and now.microsecond == 0
+    assert results.fresh_since("2026-12-01T19:30:00+01:00").isoformat() == "2026-12-01T19:30:00+01:00"
+    assert results.fresh_since("2026-12-01T19:30:00") == results.fresh_since("2026-12-01T19:30:00+00:00")
+    assert results.fresh_since(now) == now  # a time already made passes through
+    with pytest.raises(ValueError, match="fresh 'yesterday' is not an ISO 8601 time; write it like 2026-12-01"):
+        results.fresh_since("yesterday")
+    with pytest.raises(ValueError, match="--since 'soon' is not an ISO 8601 time"):
+        results.fresh_since("soon", "--since")
+
+
+def test_a_retrained_record_replaces_the_old_line_in_place(tmp_path):
     store, fn = ResultStore(tmp_path), Counter()
     for c in sweep_configs(3):
         store.get_or_run(c, fn)
+    _restamp(tmp_path / "runs.jsonl", "2026-01-01T00:00:00+00:00")
     middle = sweep_configs(3)[1]
-    again = store.get_or_run(middle, fn, fresh=True)
+    again = ResultStore(tmp_path, since="2026-06-01T00:00:00+00:00").get_or_run(middle, fn)
     assert fn.calls == 4 and again["test"] == 0.54
     assert store.get(middle) == again
     lines = (tmp_path / "runs.jsonl").read_text().splitlines()
@@ -178,9 +206,10 @@ def test_failing_fn_leaves_file_byte_identical(tmp_path):
     for c in sweep_configs(2):
         store.get_or_run(c, Counter())
     before = (tmp_path / "runs.jsonl").read_bytes()
-    for config, fresh in [(sweep_configs(3)[2], False), (sweep_configs(1)[0], True)]:
+    retrain = ResultStore(tmp_path, since="2999-01-01T00:00:00+00:00")  # every stored record counts as missing
+    for config, where in [(sweep_configs(3)[2], store), (sweep_configs(1)[0], retrain)]:
         with pytest.raises(RuntimeError):
-            store.get_or_run(config, Counter(fail_on=1), fresh=fresh)
+            where.get_or_run(config, Counter(fail_on=1))
     with pytest.raises(ValueError):  # a record that is not JSON-able is refused too
         store.get_or_run(sweep_configs(3)[2], lambda: {"x": object()})
     assert (tmp_path / "runs.jsonl").read_bytes() == before

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from adapterlab.experiments import planning
+from adapterlab.experiments import planning, profiles, running
 from adapterlab.experiments.families import FAMILIES
 from adapterlab.experiments import sweep as sw
-from adapterlab.experiments.results import ResultStore
+from adapterlab.experiments.results import ResultStore, config_key
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def metrics(entry):
 
 
 def planned_keys():
-    return {sw.Run("init_scale", planning.run_key(c, "smoke", "init_scale"), c).id for c in planning.plan("smoke", "init_scale")}
+    return {config_key(planning.run_key(c, "smoke", "init_scale")) for c in planning.plan("smoke", "init_scale")}
 
 
 # ----------------------------------------------------------------------------- workers with faults
@@ -62,7 +62,7 @@ def dies_once(spec):
     if spec["config"]["method_args"]["init_std"] == 1.0 and not marker.exists():
         marker.write_text(spec["id"])
         os._exit(1)
-    return sw.train_run(spec)
+    return running.execute(spec)
 
 
 def raises_for_large_init(spec):
@@ -71,7 +71,7 @@ def raises_for_large_init(spec):
         with open(Path(FAULTS["dir"]) / "attempts", "a") as f:
             f.write(spec["id"] + "\n")
         raise RuntimeError("this run always fails")
-    return sw.train_run(spec)
+    return running.execute(spec)
 
 
 # ----------------------------------------------------------------------------- tests
@@ -159,18 +159,37 @@ def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
     assert "2 at a time" in what
 
 
-def test_a_sweep_since_a_time_retrains_older_records_once(out, monkeypatch):
-    from adapterlab.experiments.results import FRESH_SINCE_ENV
-
+def test_a_fresh_sweep_retrains_older_records_once(out, capsys):
     assert sw.sweep("smoke", only=ONLY, progress=False) == 0
     before = {e["key"]: e["created"] for e in stored(out)}
     time.sleep(1.1)  # `created` has one-second resolution
-    monkeypatch.setenv(FRESH_SINCE_ENV, time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()))
-    assert sw.sweep("smoke", only=ONLY, progress=False) == 0
+    assert sw.sweep("smoke", only=ONLY, progress=False, fresh=True) == 0
+    since = capsys.readouterr().out.split("retraining every run stored before ")[1].split()[0]
     after = {e["key"]: e["created"] for e in stored(out)}
     assert set(after) == set(before) and len(stored(out)) == len(before)  # replaced, one line per run
-    assert all(after[k] > before[k] for k in before)
-    assert sw.missing("smoke", ONLY) == []  # a rerun with the same time (a resume) trains nothing
+    assert all(before[k] < since <= after[k] for k in before)
+    assert sw.missing("smoke", ONLY, fresh=since) == []  # a rerun with the same time (a resume) trains nothing
+    assert sw.sweep("smoke", only=ONLY, progress=False, fresh=since) == 0
+    assert {e["key"]: e["created"] for e in stored(out)} == after
+
+
+def test_a_run_records_the_workers_its_spec_names(monkeypatch):
+    """The driver tells each worker how many runs train side by side (spec["workers"]), and the record keeps it."""
+    from adapterlab.experiments import running
+
+    monkeypatch.setattr(running, "run_one", lambda config, eval_size, progress, save_to=None, workers=1: {"seen": workers})
+    unit = planning.work("smoke", "init_scale", ResultStore(profiles.results_dir(profiles.get("smoke"))))[0]
+    result = running.execute(running.pack(unit, None, id=unit.id, workers=3))
+    assert result["files"] == {} and result["record"]["seen"] == result["record"]["workers"] == 3
+
+
+def test_the_command_line_takes_fresh_or_a_time_to_resume_from(capsys):
+    from adapterlab.__main__ import main
+
+    assert main(["sweep", "--profile", "smoke", "--only", ONLY, "--since", "soon"]) == 2
+    assert "--since 'soon' is not an ISO 8601 time" in capsys.readouterr().err
+    assert main(["sweep", "--profile", "smoke", "--only", ONLY, "--fresh", "--since", "2026-01-01T00:00:00"]) == 2
+    assert "give one" in capsys.readouterr().err
 
 
 def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
@@ -181,7 +200,7 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
     assert sw.sweep("smoke", only="03", max_parallel=2, progress=False) == 0
     planned = planning.plan("smoke", "teaching")
     assert {e["key"] for e in stored(out, "teaching")} == {
-        sw.Run("teaching", planning.run_key(c, "smoke", "teaching"), c).id for c in planned}
+        config_key(planning.run_key(c, "smoke", "teaching")) for c in planned}
     store = ResultStore(out / "data" / "results" / "smoke")
     swap = [c for c in planned if planning.keeps_adapter("smoke", "teaching", c)]
     assert len(swap) == 2 and {c.task for c in swap} == {"synthetic", "airline"}  # one per task of the demo
