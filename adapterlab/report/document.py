@@ -12,8 +12,9 @@ from collections import Counter
 from pathlib import Path
 
 from ..experiments import families, profiles, stats
-from .findings import (READERS, _cost, budget_control, from_scratch, load, machines, stored_runs, teaching,
-                       teaching_table, test_examples)
+from . import provenance
+from .findings import READERS, budget_control, load
+from .lesson import teaching, teaching_table, test_examples
 
 BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.document --write) -->", "<!-- claims:end -->"
 FINDINGS_HEADER = """# Findings of the `default` profile
@@ -48,12 +49,12 @@ def readings(profile="default"):
     """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): from the profile's
     stored runs (03) and committed CSVs (04-08: findings.READERS)."""
     out, rows = [], []
-    taught = stored_runs(profile, "teaching")
+    taught = provenance.stored_runs(profile, "teaching")
     if taught:
         results, majority, metric = teaching_table(taught)
         task = taught[0]["task"]
         lines = teaching(results, majority, metric, test_examples(profile, task))
-        seconds, what = _cost(taught)
+        seconds, what = provenance.cost(taught)
         out += [f"**Training adapters, {task}** (notebook 03: the lesson's runs, no claim rests on them)", *lines,
                 f"  *(from scratch: {len(taught)} run(s), {seconds / 60:.0f} min, {what})*", ""]
     for family in READERS:  # every family with a reading, in the notebooks' order
@@ -62,7 +63,7 @@ def readings(profile="default"):
             continue
         lines, found = READERS[family](df)
         lines += budget_control(load(profile, f"{family}_budget_control"))
-        seconds, runs, what = from_scratch(profile, family)
+        seconds, runs, what = provenance.from_scratch(profile, family)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
         rows += [(families.FAMILY_NOTEBOOK[family][:2], title, v) for title, v in found]
@@ -94,9 +95,9 @@ def notebook_seconds(profile):
     (0 when none is stored), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
     out = {}
     for stem, family in families.NOTEBOOK_FAMILY.items():
-        records = stored_runs(profile, family)
+        records = provenance.stored_runs(profile, family)
         cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
-        out[stem] = (_cost(records)[0], "gpu" if cuda else "cpu")
+        out[stem] = (provenance.cost(records)[0], "gpu" if cuda else "cpu")
     return out
 
 
@@ -107,7 +108,8 @@ def total_time(profile):
                if family in families.FAMILIES and not seconds[stem][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
     total = sum(s for s, _ in seconds.values())
-    where = machines([r for family in families.NOTEBOOK_FAMILY.values() for r in stored_runs(profile, family)])
+    where = provenance.machines([r for family in families.NOTEBOOK_FAMILY.values()
+                                 for r in provenance.stored_runs(profile, family)])
     return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
             f"({where}; a run trained beside others counts for its share: run_seconds / workers)"

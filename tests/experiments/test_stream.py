@@ -152,14 +152,14 @@ def test_serving_times_both_switches(out):
 def test_every_step_records_its_seconds_for_the_from_scratch_sum(out):
     """The serving step once lacked run_seconds, and findings' from-scratch sum over notebook 08 then failed
     (a KeyError when the README's findings were written): every kind of step must say what it cost."""
-    from adapterlab.report import findings
+    from adapterlab.report import provenance
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
-        records = findings.stored_runs("smoke", "stream")
+        records = provenance.stored_runs("smoke", "stream")
         assert {r["step"] for r in records} == {"sequential", "adapter", "recall", "serving"}
         assert all(r["run_seconds"] > 0 for r in records)
-        seconds, runs, what = findings.from_scratch("smoke", "stream")
+        seconds, runs, what = provenance.from_scratch("smoke", "stream")
         assert runs == len(stream.steps("smoke")) and what == "whole runs"
         assert seconds == pytest.approx(sum(r["run_seconds"] / r.get("workers", 1) for r in records))
 

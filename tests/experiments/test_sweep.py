@@ -145,7 +145,7 @@ def test_an_interrupted_sweep_resumes_without_repeating_runs(out):
 
 
 def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
-    from adapterlab.report import findings
+    from adapterlab.report import provenance
 
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert sw.sweep("smoke", only=ONLY, max_parallel=2, progress=False) == 0
@@ -154,7 +154,7 @@ def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
     threads = max(1, sw.cpu_cores() // 2)
     assert all(e["record"]["workers"] == 2 and e["record"]["threads"] == threads for e in entries)
     # each run paid its own seconds beside the other worker: it counts for half of them in a from-scratch time
-    seconds, what = findings._cost([e["record"] for e in entries])
+    seconds, what = provenance.cost([e["record"] for e in entries])
     assert seconds == pytest.approx(sum(e["record"]["run_seconds"] for e in entries) / 2)
     assert "2 at a time" in what
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from adapterlab.experiments import rules, stats
-from adapterlab.report import document, findings
+from adapterlab.report import document, findings, lesson, provenance
 
 
 def init_df(values):
@@ -220,7 +220,7 @@ def test_layer_removal_pairs_spans_by_example_when_the_table_has_the_bits():
 def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim():
     results = pd.DataFrame({"test accuracy": [0.82, 0.818, 0.5], "trainable %": [100.0, 2.7, 0.08],
                             "examples/s": [40.0, 60.0, 70.0]}, index=pd.Index(["full", "houlsby", "compacter++"]))
-    text = "\n".join(findings.teaching(results, 0.648, "accuracy", 1000))
+    text = "\n".join(lesson.teaching(results, 0.648, "accuracy", 1000))
     assert "- houlsby minus full fine-tuning: -0.2 [" in text and "test sampling only" in text
     assert "- compacter++ minus full fine-tuning: -32.0 [" in text
     assert "reproduced" not in text and "inconclusive" not in text  # 03 teaches; 06 judges the claims
@@ -229,10 +229,10 @@ def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim
     from adapterlab.training import train as T  # with each run's test bits the comparison is paired by example
     full, houlsby = [1] * 820 + [0] * 180, [1] * 815 + [0] * 5 + [1] * 3 + [0] * 177  # 5 lost, 3 gained
     paired = results.iloc[:2].assign(test_correct=[T.correct_bits(full), T.correct_bits(houlsby)])
-    text = "\n".join(findings.teaching(paired, 0.648, "accuracy", 1000))
+    text = "\n".join(lesson.teaching(paired, 0.648, "accuracy", 1000))
     assert "- houlsby minus full fine-tuning: -0.2 [" in text and "paired by example on 1,000" in text
     converged = paired.assign(converged=[True, False])
-    assert "1 of 2 runs not converged" in "\n".join(findings.teaching(converged, 0.648, "accuracy", 1000))
+    assert "1 of 2 runs not converged" in "\n".join(lesson.teaching(converged, 0.648, "accuracy", 1000))
 
 
 def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
@@ -240,7 +240,7 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
               "layer_removal": [dict(run_seconds=120, device="cuda:0"), dict(run_seconds=30, device="cpu")],
               "init_scale": [dict(train_seconds=600, device="cpu")],  # an older record: training loop only
               "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")], "stream": []}
-    monkeypatch.setattr(document, "stored_runs", lambda profile, family: stored[family])
+    monkeypatch.setattr(provenance, "stored_runs", lambda profile, family: stored[family])
     assert document.notebook_seconds("default") == {
         "03_training_adapters": (120, "cpu"), "04_layer_removal": (150, "gpu"), "05_init_scale": (600, "cpu"),
         "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}

@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 
 from adapterlab.experiments import profiles, stats, stream  # noqa: E402
 from adapterlab.methods.saving import ADAPTER_WEIGHTS  # noqa: E402
-from adapterlab.report import document, figures, findings, plots  # noqa: E402
+from adapterlab.report import document, figures, findings, plots, provenance  # noqa: E402
 from adapterlab.report import stream as stream_report  # noqa: E402
 
 ORDERS = (("airline", "tweets/apple", "tweets/coachella"), ("airline", "tweets/coachella", "tweets/apple"))
@@ -199,8 +199,8 @@ def test_findings_reads_the_stream_like_every_family(table, tmp_path, monkeypatc
     folder = profiles.results_dir(profiles.get("smoke"))
     folder.mkdir(parents=True, exist_ok=True)
     table.to_csv(folder / "stream.csv", index=False)
-    monkeypatch.setattr(document, "stored_runs", lambda profile, family: [])
-    monkeypatch.setattr(document, "from_scratch", lambda profile, family: (60.0, 25, "whole runs"))
+    monkeypatch.setattr(provenance, "stored_runs", lambda profile, family: [])
+    monkeypatch.setattr(provenance, "from_scratch", lambda profile, family: (60.0, 25, "whole runs"))
     out, rows = document.readings("smoke")
     assert out[0].startswith("**A stream of tasks**") and "  *(from scratch: 25 run(s), 1 min, whole runs)*" in out
     assert {stem for stem, _, _ in rows} == {"08"} and len(rows) == 2 * len(ORDERS) + 1

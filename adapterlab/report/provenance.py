@@ -1,0 +1,58 @@
+"""Where the stored numbers come from: which records a family's plan has stored, what they cost to
+make from scratch, and on which machines their seconds were measured.
+
+    from adapterlab.report import provenance
+    print(provenance.timing("default", "param_performance"))   # one sentence for the top of a notebook
+    seconds, runs, what = provenance.from_scratch("default", "stream")
+
+Machines differ from session to session (AVX2-only and AVX-512 CPUs), and a sweep trains runs side by
+side, so every sum says both: the machines that made the records, and how many runs shared them.
+"""
+from collections import Counter
+
+from ..experiments import profiles
+
+
+def stored_runs(profile, family):
+    """The stored records of the family's current plan (03's "teaching": the notebook's default runs)."""
+    from ..experiments import planning, running  # torch and the models: only when asked
+    store = running.store_of(profile)
+    return [r for unit in planning.work(profile, family, store) if (r := store.get(unit.key, family)) is not None]
+
+
+def cost(records):
+    """(seconds, what) of stored records: run_seconds (whole runs), or train_seconds (training loops
+    only) when an older record lacks run_seconds. A run trained beside others (`workers` > 1, the
+    sweep's CPU workers) counts for run_seconds / workers: its share of the wall time."""
+    wall = all("run_seconds" in r for r in records)
+    seconds = sum((r["run_seconds"] if wall else r["train_seconds"]) / r.get("workers", 1) for r in records)
+    workers = sorted({r.get("workers", 1) for r in records})
+    what = "whole runs" if wall else "training loops only"
+    if workers != [1]:
+        what += f", {' or '.join(map(str, workers))} at a time"
+    return seconds, what
+
+
+def machines(records):
+    """Where the records' seconds were measured: 'AMD EPYC (AVX512) 46 run(s), ...', most runs first.
+    Records older than the `machine` field say so instead of guessing."""
+    counts = Counter(r.get("machine", "machine not recorded") for r in records)
+    return ", ".join(f"{name} {n} run(s)" for name, n in counts.most_common()) or "no run stored"
+
+
+def from_scratch(profile, family):
+    """What the family's planned runs cost to make, from their stored records: (seconds, runs, what)."""
+    records = stored_runs(profile, family)
+    seconds, what = cost(records)
+    return seconds, len(records), what
+
+
+def timing(profile, family):
+    """One sentence for the top of a notebook: what its runs cost from scratch, from the store."""
+    records = stored_runs(profile, family)
+    if not records:
+        return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
+    seconds, what = cost(records)
+    return (f"From scratch this notebook trains {len(records)} run(s): {seconds / 60:.1f} min on the machines that "
+            f"made the stored results ({machines(records)}; {what}, summed over "
+            f"data/results/{profiles.get(profile).name}/{family}.jsonl); from the store it only redraws.")
