@@ -113,6 +113,12 @@ def store_result(store, unit, result):
     store.put(unit.key, result["record"], unit.family)
 
 
+def run_unit(store, unit, progress=False):
+    """Run one unit here, as a sweep's worker would, and store it: its record."""
+    store_result(store, unit, execute(pack(unit, store, progress=progress)))
+    return store.get(unit.key, unit.family)
+
+
 def drop_unneeded(store, units):
     """Delete the files of units that keep none once no missing unit reads them (work.disposable)."""
     for folder in work.disposable(units, store):
@@ -135,7 +141,7 @@ def run_plan(profile, family, fresh=False, progress=True):
         bar.total += len(todo)
         for unit in todo:
             bar.set_postfix_str(unit.label, refresh=False)
-            store_result(store, unit, execute(pack(unit, store, progress=progress)))
+            run_unit(store, unit, progress)
             done.add(unit.id)
             bar.update()
     bar.close()

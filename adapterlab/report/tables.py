@@ -75,7 +75,7 @@ def _method(config):
 def run_columns(record):
     """The RUN_COLUMNS of a record (baseline, the majority class on the split `value` is scored on, is
     set by each family) and LAST_COLUMNS but split: the convergence verdict as stored with the run
-    (under the rule of its rule_version; running.run_all fills that in for records older than the field),
+    (under the rule of its rule_version, as running.run_one records it),
     with the last-third gain, its SE and the final loss computed from the stored curve as
     rules.convergence defines them."""
     c = record["config"]["train"]
@@ -148,7 +148,8 @@ def score_spans(profile, records, fresh=False, progress=True):
         def evaluate(config=config, key=key):
             checkpoint = store.checkpoint_dir(key)
             if not (checkpoint / ADAPTER_CONFIG).exists():  # record kept, weights lost: train it again
-                running.run_all(p, "layer_removal", [config], True, progress)
+                unit = next(u for u in planning.work(p, "layer_removal", store) if u.id == config_key(key))
+                running.run_unit(store, unit, progress)
             return evaluate_spans(config, checkpoint, cap, progress)
 
         spans[task] = store.get_or_run(span_key(key, cap), evaluate, family=SPANS_FAMILY)

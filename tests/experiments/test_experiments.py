@@ -200,6 +200,17 @@ def test_layer_removal_rescores_spans_stored_before_the_fresh_time(tmp_path, mon
     assert len(scored) == 2 * tasks
 
 
+def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_path, monkeypatch):
+    trained = _fake_training(monkeypatch, tmp_path)  # the stand-in saves no adapter: every checkpoint is "lost"
+    monkeypatch.setattr(tables, "evaluate_spans", lambda config, checkpoint, cap, progress: {})
+    records = running.run_plan("smoke", "layer_removal", progress=False)
+    n = len(trained)
+    tables.score_spans("smoke", records, progress=False)
+    best = tables.best_runs(records)
+    assert len(trained) == n + len(best)  # each best run once more, through the same worker path as the plan
+    assert set(trained[n:]) <= set(trained[:n])
+
+
 def test_get_names_the_families_for_an_unknown_one():
     with pytest.raises(ValueError, match="unknown family 'layer_removel'; choose one of layer_removal, init_scale"):
         tables.get("layer_removel", "smoke")
