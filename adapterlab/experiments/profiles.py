@@ -306,7 +306,7 @@ PROFILES = {
                ("compacter++", {})]
             + [("head-only", {}), ("lora", {}),
                ("prompt-tuning", dict(prompt_init="random"), dict(lrs=(1e-2, 3e-2, 3e-1))),
-               ("prompt-tuning", dict(prompt_init="vocab"), dict(lrs=(3e-2, 3e-1, 1.0))), ("intrinsic-said", {})],
+               ("prompt-tuning", dict(prompt_init="vocab"), dict(lrs=(3e-2, 3e-1, 1.0, 3.0))), ("intrinsic-said", {})],
             lr_grid={**DEFAULT_LR_GRID, "compacter++": (3e-3, 1e-2, 3e-2), "head-only": (3e-3, 1e-2, 3e-2, 1e-1),
                      "lora": (1e-3, 3e-3, 1e-2), "intrinsic-said": (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)},
             seeds=(0, 1, 2), train=dict(max_steps=360, eval_every=60),
