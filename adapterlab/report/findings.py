@@ -463,9 +463,9 @@ def low_resource(df):
 
 # The papers' words for what notebook 08 judges, and Houlsby's growth per task (a share of one model)
 PERFECT_MEMORY = ("frozen shared weights give 'perfect memory of previous tasks using a small number of task-specific "
-                  "parameters' (Houlsby et al., on continual learning)")
+                  "parameters' (Houlsby et al. §4, on continual learning)")
 FORGETTING = ("a network re-trained on each new task forgets the earlier ones, catastrophic forgetting (Houlsby et "
-              "al., on continual learning)")
+              "al. §4, on continual learning)")
 COMPACT = ("adapters add 3.6% of the parameters per task (Houlsby abstract), 1.3x the base model in all for nine "
            "GLUE tasks against 9x for one fine-tuned copy per task (Table 1)")
 HOULSBY_GROWTH = 0.036
