@@ -274,27 +274,18 @@ PROFILES = {
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
                         method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),
                         budget_control=(1e-7, 1e-2)),
-        # Every method for 360 steps (~6 epochs of the 2,000 tweets), validated every 60 (six points, so the
-        # convergence rule can see a plateau over the last third). Learning rate chosen on
-        # validation (seed 0, whole validation split) from a grid per method, as Houlsby swept {3e-5, 3e-4, 3e-3}; then seeds 1 and 2 at the
-        # chosen rate (planning.choose_lrs): three seeds, so differences paired by seed have an interval. The grids bracket what short calibration runs (64 steps) found:
-        # 2e-4 for full and top-k (5e-5 too slow); 3e-3 for the larger adapters (Houlsby m=64: 0.72 test accuracy
-        # at 1e-3, 0.80 at 3e-3); 1e-2 for methods training < 0.5% of the weights (all still at the majority
-        # class at 1e-3; Compacter 0.78 at 1e-2, 0.67 at 3e-3 with the old PHM init -- with the authors' init 3e-3
-        # did best, see method_lr above, and both are in its grid); BitFit stayed at the majority class at 1e-2 with
-        # a loss above the class entropy (too large a step), so its grid goes down to 1e-3.
-        # Compacter's other baselines at the authors' settings: Prompt Tuning-R and -T
-        # with 100 prompt tokens and Intrinsic-SAID with d' = 1,400 (Compacter 5.5; the authors' configs train both
-        # at 3e-2, so their grids bracket it), LoRA (r = 8 on query and value, PEFT's defaults; an adapter's grid)
-        # and the head-only probe (Houlsby's feature-based baseline; LayerNorm's grid).
-        # Intrinsic-SAID's grid reaches down to 3e-3: at the authors' 3e-2 and above, the subspace step wrecks
-        # the body's features during warmup (seed 0 sat at the majority class from the first validation on), so
-        # those rates alone say nothing about the method. 360 steps: 180 left runs unconverged. Both changes
-        # and their timing: docs/protocol.md. Budget control at 720 steps: full fine-tuning (the reference arm),
-        # Houlsby m=64, Compacter++ and LayerNorm: the arms of the claims that sit nearest the margin.
-        # Grids bracket their choice: a rate chosen at an end of its grid adds the next rate of the 1-3-10
-        # ladder in that direction, on validation, until the choice is interior or two rates were added
-        # (docs/protocol.md lists each addition; the verdicts name any rate still at its grid's end).
+        # Every method for 360 steps (~6 epochs of the 2,000 tweets), validated every 60 (six points: the
+        # convergence rule sees a plateau over the last third). The learning rate is chosen on validation (seed
+        # 0, the whole split) from a grid per method, as Houlsby swept {3e-5, 3e-4, 3e-3}; seeds 1 and 2 then
+        # train at the chosen rate, so differences paired by seed have an interval. A grid brackets its choice:
+        # a rate chosen at an end adds the next rate of the 1-3-10 ladder that way, until the choice is interior
+        # or two rates were added (docs/protocol.md: each addition, and where the first grids came from).
+        # Compacter's other baselines at the authors' settings: Prompt Tuning-R and -T with 100 prompt tokens,
+        # Intrinsic-SAID with d' = 1,400 (Compacter §5.5; the authors train both at 3e-2), LoRA (r = 8 on query
+        # and value, PEFT's defaults) and the head-only probe (Houlsby's feature-based baseline). Intrinsic-SAID
+        # starts at 1e-3: at 3e-2 and above its subspace step wrecks the body's features during warmup.
+        # Budget control at 720 steps: full fine-tuning (the reference arm), Houlsby m=64, Compacter++ and
+        # LayerNorm, the arms of the claims nearest the margin.
         # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=2), dict(lrs=(1e-3, 3e-3, 1e-2))),
