@@ -489,17 +489,6 @@ class StreamResult:
             stack.append(m)
         return pd.DataFrame(np.mean(stack, axis=0), index=list(order), columns=range(1, len(order) + 1))
 
-    def accuracy_table(self):
-        """Tidy: learner, order (index), order_name, seed, task, time, accuracy, examples."""
-        rows = []
-        for learner in LEARNERS:
-            for i, order in enumerate(self.settings.orders):
-                for seed in self.settings.seeds:
-                    for (task, t), test in self.tests(learner, order, seed).items():
-                        rows.append(dict(learner=learner, order=i, order_name=order_name(order), seed=seed,
-                                         task=task, time=t + 1, accuracy=test["accuracy"], examples=test["examples"]))
-        return pd.DataFrame(rows)
-
 
 def order_name(order):
     return " > ".join(short_name(t) for t in order)
