@@ -295,13 +295,12 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
             bar.total += len(todo)
             bar.refresh()
     except KeyboardInterrupt:
-        bar.close()
-        pool.close()
         done = len(attempted) - len(failed) - len(pool.running)
         print(f"\ninterrupted: {done} runs stored; {resume} to train the rest", file=file)
         return 130
-    bar.close()
-    pool.close()
+    finally:
+        bar.close()
+        pool.close()
     for family in families(only):  # e.g. the stream's fine-tuned models once their next step is stored
         running.drop_unneeded(store, planning.work(p, family, store))
     ok = len(attempted) - len(failed)
