@@ -482,9 +482,8 @@ class StreamResult:
         seeds = self.settings.seeds if seed is None else (seed,)
         stack = []
         for sd in seeds:
-            tests = self.tests(learner, order, sd)
             m = np.full((len(order), len(order)), np.nan)
-            for (task, t), test in tests.items():
+            for (task, t), test in self.tests(learner, order, sd).items():
                 m[order.index(task), t] = test["accuracy"]
             stack.append(m)
         return pd.DataFrame(np.mean(stack, axis=0), index=list(order), columns=range(1, len(order) + 1))
