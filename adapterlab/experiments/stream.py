@@ -216,11 +216,10 @@ class Evaluator:
         logits = T.predict(model.to(self.device), batches, self.device)
         labels = np.asarray(batches.split["labels"])
         classes = logits.argmax(axis=1)
+        logits_bytes = np.ascontiguousarray(logits, dtype=np.float32).tobytes()
         return {"accuracy": float(task.compute_metrics(logits, labels)["accuracy"]),
-                "correct": T.correct_bits(classes == labels),
-                "classes": np.asarray(classes, dtype=np.uint8).tobytes().hex(),
-                "logits_sha256": hashlib.sha256(np.ascontiguousarray(logits, dtype=np.float32).tobytes()).hexdigest(),
-                "examples": int(len(labels))}
+                "correct": T.correct_bits(classes == labels), "classes": classes.astype(np.uint8).tobytes().hex(),
+                "logits_sha256": hashlib.sha256(logits_bytes).hexdigest(), "examples": int(len(labels))}
 
 
 def _backbone(s):
