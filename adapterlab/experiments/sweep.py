@@ -77,10 +77,8 @@ def missing(profile, only=None, skip=(), fresh=False):
 
 def _error_text(error):
     """One line naming the error, then the last lines of its traceback (the remote one if any)."""
-    lines = traceback.format_exception(type(error), error, error.__traceback__)
     cause = error.__cause__  # concurrent.futures puts the worker's traceback here
-    if cause is not None:
-        lines = [str(cause)]
+    lines = [str(cause)] if cause is not None else traceback.format_exception(error)
     tail = "".join(lines).strip().splitlines()[-6:]
     return f"{type(error).__name__}: {error}".splitlines()[0] + "\n" + "\n".join(tail)
 
