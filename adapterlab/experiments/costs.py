@@ -102,10 +102,8 @@ def plan_table(profile, families=TRAINED, root=None):
                              setting=setting, stored=record is not None, hours=None if seconds is None else seconds / 3600))
     groups = []
     for (family, model, task, name), g in pd.DataFrame(rows).groupby(["family", "model", "task", "method"], sort=False):
-        values = {}
-        for setting in g["setting"]:
-            for k, v in setting.items():
-                values.setdefault(k, set()).add(v)
+        names = dict.fromkeys(k for setting in g["setting"] for k in setting)  # first-seen order
+        values = {k: {setting[k] for setting in g["setting"] if k in setting} for k in names}
         shown = lambda v: f"{v:g}" if isinstance(v, (int, float)) else str(v)  # noqa: E731  (prompt_init="vocab")
         grid = " ".join(f"{k}={'/'.join(shown(v) for v in sorted(vs, key=str))}" for k, vs in values.items())
         hours = g["hours"].sum() if g["hours"].notna().all() else float("nan")

@@ -57,7 +57,7 @@ def run_key(config, profile=None, family=None):
     d = config.to_dict()
     d["method_config"] = method(config.method, **config.method_args).to_dict()
     d["code_version"] = CODE_VERSION
-    cap = eval_size(profile, family) if family else profiles_module.resolve(profile).eval_size
+    cap = eval_size(profile, family)
     if cap is not None:
         d["eval_size"] = cap
     return d
@@ -211,8 +211,9 @@ def low_resource_schedule(s, size):
 def _low_resource_plan(p, chosen):
     """Every (size, method, seed) run. A method with a grid (s.lr_grid[method]) first runs each rate of
     it at one size (s.lr_choice_size) with each seed of s.choice_seeds(); with a choice for that grid (the
-    best mean validation over those seeds), every size and seed (s.seeds_of(method)) at the chosen rate -- the paper reports, per task, the hyper-parameters that were best on
-    validation. A method without a grid: its one rate (method_lr) at once."""
+    best mean validation over those seeds), every size and seed (s.seeds_of(method)) at the chosen rate --
+    the paper reports, per task, the hyper-parameters that were best on validation. A method without a
+    grid: its one rate (method_lr) at once."""
     s = p.low_resource
     out = []
     for task in s.tasks or p.tasks:

@@ -1,53 +1,44 @@
 """The result store: run config -> record, so figures redraw without retraining.
 
-Every training run is described by a config (a JSON-able dict: backbone, task,
-method settings, sizes, seed, epochs, lr, ...). We hash the config to a short
-key and keep one JSON line per run in `root/<family>.jsonl`:
+Every training run is described by a config (a JSON-able dict: backbone, task, method settings, sizes, seed,
+epochs, lr, ...). We hash the config to a short key and keep one JSON line per run in `root/<family>.jsonl`:
 
     {"key": ..., "schema": 1, "family": "runs", "config": {...},
      "record": {...}, "created": "2025-01-01T12:00:00+00:00"}
 
 Design choices, and why:
 
-- One line per run, one file per experiment family: plain text that diffs
-  well in git and that a person can read (or fix) in an editor.
-- Every write rewrites the whole file into a temp file in the same directory,
-  fsyncs it and `os.replace`s it onto the target. A reader therefore sees
-  either the old file or the new one, never half a line, even if the writer
-  is killed mid-write. Files hold a few hundred lines, so rewriting is cheap.
-- The read-modify-write happens under an exclusive `fcntl.flock` on
-  `root/.lock`, so two processes (notebooks run in parallel) never lose each
-  other's records. Reads take no lock: thanks to `os.replace` they are safe.
-- Training (`fn` in get_or_run) runs *outside* the lock, so parallel sweeps
-  do not wait on each other. If two processes happen to compute the same
-  config, the second put replaces the first: still one line per key.
-- A line that is not valid JSON (hand edits, a file copied mid-write) is
-  reported with a warning naming the file and line number, skipped, and the
-  run counts as missing so it gets recomputed. We keep such lines in the file
-  (put copies them over unchanged): the store never deletes text it did not
-  understand. Delete the line yourself to silence the warning.
-- Lines from another SCHEMA_VERSION are ignored on read but kept on disk,
-  so older code reading a newer file (or the reverse) loses nothing. The
-  schema version is also part of every key, so bumping it makes all runs
+- One line per run, one file per experiment family: plain text that diffs well in git and that a person can
+  read (or fix) in an editor.
+- Every write rewrites the whole file into a temp file in the same directory, fsyncs it and `os.replace`s it
+  onto the target. A reader therefore sees either the old file or the new one, never half a line, even if the
+  writer is killed mid-write. Files hold a few hundred lines, so rewriting is cheap.
+- The read-modify-write happens under an exclusive `fcntl.flock` on `root/.lock`, so two processes (notebooks
+  run in parallel) never lose each other's records. Reads take no lock: thanks to `os.replace` they are safe.
+- Training (`fn` in get_or_run) runs *outside* the lock, so parallel sweeps do not wait on each other. If two
+  processes happen to compute the same config, the second put replaces the first: still one line per key.
+- A line that is not valid JSON (hand edits, a file copied mid-write) is reported with a warning naming the
+  file and line number, skipped, and the run counts as missing so it gets recomputed. We keep such lines in
+  the file (put copies them over unchanged): the store never deletes text it did not understand. Delete the
+  line yourself to silence the warning.
+- Lines from another SCHEMA_VERSION are ignored on read but kept on disk, so older code reading a newer file
+  (or the reverse) loses nothing. The schema version is also part of every key, so bumping it makes all runs
   "missing" and they are recomputed next to the old lines.
-- Reads are cached per file, keyed by the file's (inode, size, mtime):
-  parsing 500 lines takes ~15 ms, which a notebook redrawing a figure from
-  300 cached runs would pay 300 times; a stat() is ~100x cheaper. Every
-  write replaces the file (new inode, new mtime), so the cache notices.
-  (Another process writing a same-size file within one clock tick onto a
-  reused inode could go unseen; the worst outcome is one extra rerun. put()
-  never trusts the cache: under the lock it always reads the file.)
-  get() and records() hand out copies, so callers cannot change the cache.
-- A store can be told to ignore records made before a time (`since`): those
-  runs count as missing and are retrained, and their lines are replaced when
-  the new record is put. The functions that train (running.run_plan,
-  tables.get, sweep.sweep, regenerate) take `fresh` and turn it into that
-  time once per call (fresh_since): True means "before this call began", so
-  every run retrains exactly once however often the call meets it, and an ISO
-  time means "before then", which is how an interrupted from-scratch run
+- Reads are cached per file, keyed by the file's (inode, size, mtime): parsing 500 lines takes ~15 ms, which a
+  notebook redrawing a figure from 300 cached runs would pay 300 times; a stat() is ~100x cheaper. Every write
+  replaces the file (new inode, new mtime), so the cache notices. (Another process writing a same-size file
+  within one clock tick onto a reused inode could go unseen; the worst outcome is one extra rerun. put() never
+  trusts the cache: under the lock it always reads the file.) get() and records() hand out copies, so callers
+  cannot change the cache.
+- A store can be told to ignore records made before a time (`since`): those runs count as missing and are
+  retrained, and their lines are replaced when the new record is put. The functions that train
+  (running.run_plan, tables.get, sweep.sweep, regenerate) take `fresh` and turn it into that time once per
+  call (fresh_since): True means "before this call began", so every run retrains exactly once however often
+  the call meets it, and an ISO time means "before then", which is how an interrupted from-scratch run
   resumes: what was retrained after that time is kept.
 """
 
+import contextlib
 import copy
 import datetime
 import hashlib
@@ -61,8 +52,8 @@ from pathlib import Path
 
 from ..methods.atomic import atomic_write
 
-# Bump this when the meaning of configs or records changes: old lines are then
-# ignored (not deleted) and every run is recomputed.
+# Bump this when the meaning of configs or records changes: old lines are then ignored (not deleted) and every
+# run is recomputed.
 SCHEMA_VERSION = 1
 
 
@@ -99,9 +90,8 @@ class CorruptLineWarning(UserWarning):
 def _check_jsonable(obj, where="config", allow_nan=False):
     """Raise ValueError (naming the place) for anything JSON would lose or refuse.
 
-    json.dumps alone is not strict enough for hashing: it turns the dict key 1
-    into "1" (so {1: x} and {"1": x} would collide) and writes NaN, which is
-    not JSON and is never equal to itself.
+    json.dumps alone is not strict enough for hashing: it turns the dict key 1 into "1" (so {1: x} and
+    {"1": x} would collide) and writes NaN, which is not JSON and is never equal to itself.
     """
     if obj is None or isinstance(obj, (str, bool, int)):
         return
@@ -128,9 +118,9 @@ def _check_jsonable(obj, where="config", allow_nan=False):
 def canonical_json(config):
     """The one text form of a config: sorted keys, no spaces, tuples as lists.
 
-    Floats are written by Python's repr (the shortest text that reads back as
-    the same float), which is the same on every platform and Python 3 version.
-    Note 1 and 1.0 are different texts, hence different keys: keep types steady.
+    Floats are written by Python's repr (the shortest text that reads back as the same float), which is the
+    same on every platform and Python 3 version. Note 1 and 1.0 are different texts, hence different keys:
+    keep types steady.
     """
     _check_jsonable(config)
     return json.dumps(config, sort_keys=True, separators=(",", ":"),
@@ -148,11 +138,9 @@ def config_key(config):
 
 def write_csvs(frames, folder):
     """{name: DataFrame} as folder/<name>.csv, each written atomically (atomic_write); the paths written."""
-    paths = []
-    for name, frame in frames.items():
-        path = Path(folder) / f"{name}.csv"
+    paths = [Path(folder) / f"{name}.csv" for name in frames]
+    for path, frame in zip(paths, frames.values()):
         atomic_write(path, frame.to_csv(index=False))
-        paths.append(path)
     return paths
 
 
@@ -162,21 +150,14 @@ def write_csvs(frames, folder):
 _FAMILY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-class _Lock:
+@contextlib.contextmanager
+def _lock(root):
     """An exclusive flock on root/.lock; released when the file is closed."""
-
-    def __init__(self, root):
-        self.path = Path(root) / ".lock"
-
-    def __enter__(self):
-        import fcntl  # POSIX only; imported here so reading works everywhere
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(self.path, "a")
-        fcntl.flock(self.file, fcntl.LOCK_EX)  # blocks until the other writer is done
-        return self
-
-    def __exit__(self, *exc):
-        self.file.close()  # closing releases the lock
+    import fcntl  # POSIX only; imported here so reading works everywhere
+    Path(root).mkdir(parents=True, exist_ok=True)
+    with open(Path(root) / ".lock", "a") as file:  # closing releases the lock
+        fcntl.flock(file, fcntl.LOCK_EX)  # blocks until the other writer is done
+        yield
 
 
 class ResultStore:
@@ -198,8 +179,8 @@ class ResultStore:
     def _parse(self, family, use_cache=True):
         """The file's lines as (text, entry) pairs; entry is None for unusable lines.
 
-        Bad lines get a warning naming file and line; lines of another schema
-        are unusable but silent (they are not errors, just not ours).
+        Bad lines get a warning naming file and line; lines of another schema are unusable but silent (they
+        are not errors, just not ours).
         """
         path = self.path(family)
         try:
@@ -249,11 +230,6 @@ class ResultStore:
         entry = self._entries(family).get(config_key(config))
         return None if entry is None else copy.deepcopy(entry["record"])
 
-    def entry(self, config, family="runs"):
-        """The whole stored line for this config (key, schema, family, config, record, created), or None."""
-        entry = self._entries(family).get(config_key(config))
-        return None if entry is None else copy.deepcopy(entry)
-
     def records(self, family="runs"):
         """All usable entries (key, schema, family, config, record, created), in file order."""
         return copy.deepcopy(list(self._entries(family).values()))
@@ -263,9 +239,8 @@ class ResultStore:
     def put(self, config, record, family="runs"):
         """Store (or replace) the record for config; return the stored entry.
 
-        The file keeps exactly one line per key: a replaced record keeps its
-        old position, a new one is appended. Lines we cannot use are copied
-        over unchanged.
+        The file keeps exactly one line per key: a replaced record keeps its old position, a new one is
+        appended. Lines we cannot use are copied over unchanged.
         """
         key = config_key(config)
         if not isinstance(record, dict):
@@ -281,9 +256,9 @@ class ResultStore:
         }
         new_line = json.dumps(entry, sort_keys=True, separators=(",", ":"))
         path = self.path(family)
-        with _Lock(self.root):
-            # read again under the lock, bypassing the cache: another process may
-            # have written since, and a write we miss here would be lost for good
+        with _lock(self.root):
+            # read again under the lock, bypassing the cache: another process may have written since, and a
+            # write we miss here would be lost for good
             out, placed = [], False
             for line, old in self._parse(family, use_cache=False):
                 if old is not None and old["key"] == key:
@@ -304,7 +279,7 @@ class ResultStore:
         keeps them). Lines we cannot use are copied over unchanged, as put() does.
         """
         path = self.path(family)
-        with _Lock(self.root):
+        with _lock(self.root):
             lines = self._parse(family, use_cache=False)
             out = [line for line, e in lines if e is None or e["key"] in keep]
             gone = [e["key"] for _, e in lines if e is not None and e["key"] not in keep]
@@ -319,9 +294,8 @@ class ResultStore:
     def get_or_run(self, config, fn, family="runs"):
         """The stored record (made at or after `since`), or fn()'s (stored first).
 
-        fn runs outside the lock (training may take minutes). If it raises,
-        nothing is written. The returned record is always the JSON round trip
-        (tuples become lists), so a cached and a new record look the same.
+        fn runs outside the lock (training may take minutes). If it raises, nothing is written. The returned
+        record is always the JSON round trip (tuples become lists), so a cached and a new record look the same.
         """
         config_key(config)  # reject a bad config before spending time on fn
         record = self.get(config, family)

@@ -33,8 +33,6 @@ def converged(gain, se, final_loss, entropy=None, rule=CONVERGENCE):
     """The rule's verdict from its four numbers (what a record or a table row keeps): (a) the gain's one-sided
     95% upper bound below the margin (stats.gain_below_margin; False when gain or se is missing) and (b)
     final_loss below loss_ratio x entropy."""
-    if _missing(gain) or _missing(se):
-        return False
     plateaued = stats.gain_below_margin(gain, se, rule["margin"])
     learned = _missing(entropy) or (not _missing(final_loss) and final_loss < rule["loss_ratio"] * entropy)
     return bool(plateaued and learned)

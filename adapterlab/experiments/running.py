@@ -6,10 +6,8 @@
 A plan is a list of units of work (planning.work, work.Work) for every family alike: notebook 08's
 steps as much as 06's training runs. run_plan runs the ready ones here, one after the other, through
 the one worker function (execute) the sweep (sweep.py) runs in parallel, and stores what comes back
-the way the sweep does (store_result). The notebooks call it through tables.get.
-
-`fresh` is what the notebooks' parameter says: False reads the store, True retrains every run stored
-before the call began, an ISO 8601 time retrains those stored before it (results.fresh_since).
+the way the sweep does (store_result). The notebooks call it through tables.get, whose `fresh`
+parameter becomes the store's `since` here (store_of, results.fresh_since).
 """
 import platform
 import shutil

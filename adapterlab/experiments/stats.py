@@ -128,13 +128,16 @@ def scores(p_a, p_b, n, b_exact=False):
     return Difference(float(p_a - p_b), se, math.inf, n, how)
 
 
+def _bits(hex_bits, n):
+    return np.unpackbits(np.frombuffer(bytes.fromhex(hex_bits), dtype=np.uint8))[:n].astype(np.int8)
+
+
 def paired_difference(a, b, n):
     """(accuracy of b - accuracy of a, its standard error) from two classifiers' correct bits on the same n
     examples (train.correct_bits: hex of the packed bits). The mean of the per-example differences (+1, 0, -1),
     d = (b_only - a_only) / n, and SE = sqrt(((b_only + a_only) / n - d^2) / (n - 1)): only the examples they
     disagree on count, so this SE is far below that of two independent scores."""
-    bits_a = np.unpackbits(np.frombuffer(bytes.fromhex(a), dtype=np.uint8))[:n].astype(bool)
-    bits_b = np.unpackbits(np.frombuffer(bytes.fromhex(b), dtype=np.uint8))[:n].astype(bool)
+    bits_a, bits_b = _bits(a, n).astype(bool), _bits(b, n).astype(bool)
     only_b, only_a = int((bits_b & ~bits_a).sum()), int((bits_a & ~bits_b).sum())
     d = (only_b - only_a) / n
     return d, math.sqrt(max(0.0, (only_b + only_a) / n - d * d) / (n - 1))
@@ -145,10 +148,6 @@ def by_example(a, b, n):
     normal, since n is large (hundreds of examples)."""
     d, se = paired_difference(a, b, n)
     return Difference(d, se, math.inf, n, f"paired by example on {n:,}")
-
-
-def _bits(hex_bits, n):
-    return np.unpackbits(np.frombuffer(bytes.fromhex(hex_bits), dtype=np.uint8))[:n].astype(np.int8)
 
 
 def example_differences(a, b, n):
@@ -284,13 +283,10 @@ class Verdict:
             low, high = self.diff.ci(1 - 2 * ALPHA_EQUIVALENCE)
             return low, high, f"{1 - 2 * ALPHA_EQUIVALENCE:.0%} CI vs margin ±{self.margin * 100:g}"
         half = self.diff.half_width(1 - 2 * ALPHA)  # the one-sided (1 - ALPHA) bound
-        if self.label in ("reversed", "not reproduced"):  # the bound on the side that decides against the claim
-            if self.claim == ">":
-                return -math.inf, self.diff.estimate + half, f"one-sided {1 - ALPHA:.0%} upper bound"
-            return self.diff.estimate - half, math.inf, f"one-sided {1 - ALPHA:.0%} lower bound"
-        if self.claim == ">":
-            return self.diff.estimate - half, math.inf, f"one-sided {1 - ALPHA:.0%} lower bound"
-        return -math.inf, self.diff.estimate + half, f"one-sided {1 - ALPHA:.0%} upper bound"
+        # the bound on the claimed side, or (reversed, not reproduced) on the side that decides against it
+        if (self.claim == ">") == (self.label in ("reversed", "not reproduced")):
+            return -math.inf, self.diff.estimate + half, f"one-sided {1 - ALPHA:.0%} upper bound"
+        return self.diff.estimate - half, math.inf, f"one-sided {1 - ALPHA:.0%} lower bound"
 
     def numbers(self):
         """'-3.1 [-6.0, -0.2] points (95% CI; one-sided 95% upper bound -0.8; seeds and test examples ...)':
@@ -329,6 +325,11 @@ def _p_above(diff, threshold):
     return float(dist.t.sf((diff.estimate - threshold) / diff.se, diff.df))
 
 
+def _p_apart(diff, margin):
+    """One-sided p-value that |true difference| > margin, on the side the estimate lies."""
+    return min(_p_above(diff, margin), _p_above(replace(diff, estimate=-diff.estimate), margin))
+
+
 def verdict(diff, claim, paper, margin=MARGIN, unit="points", paper_value=None, at_budget=False, grid_end=""):
     """Judge a paper's claim about a - b on our difference `diff` (a cost ratio minus one: margin=COST_MARGIN,
     unit="%"). Every test is one-sided at ALPHA (5%) unless said otherwise.
@@ -356,16 +357,14 @@ def verdict(diff, claim, paper, margin=MARGIN, unit="points", paper_value=None, 
     if not diff.known:
         return Verdict(claim, "inconclusive", paper, diff, p=math.nan, **args)
     if claim == "==":
-        p_equal = tost(diff, margin)
-        p_apart = min(_p_above(diff, margin), _p_above(Difference(-diff.estimate, diff.se, diff.df, diff.n,
-                                                                  diff.how), margin))
+        p_equal, p_apart = tost(diff, margin), _p_apart(diff, margin)
         if p_equal < ALPHA_EQUIVALENCE:
             return Verdict(claim, "reproduced", paper, diff, p=p_equal, **args)
         if p_apart < ALPHA:
             return Verdict(claim, "not reproduced", paper, diff, p=p_apart, **args)
         return Verdict(claim, "inconclusive", paper, diff, p=p_equal, **args)
     sign = 1 if claim == ">" else -1
-    signed = Difference(sign * diff.estimate, diff.se, diff.df, diff.n, diff.how)
+    signed = replace(diff, estimate=sign * diff.estimate)
     p_direction = _p_above(signed, 0.0)
     p_reversed = 1 - p_direction
     p_small = float(dist.t.cdf((signed.estimate - margin) / signed.se, signed.df))  # H0: >= margin
@@ -471,6 +470,6 @@ def budget_verdict(move, margin=MARGIN):
     on one side (one-sided 95%), else UNDECIDED (the move could not be measured finely enough)."""
     if equivalent(move, margin):
         return HOLDS
-    if move.known and min(_p_above(move, margin), _p_above(replace(move, estimate=-move.estimate), margin)) < ALPHA:
+    if move.known and _p_apart(move, margin) < ALPHA:
         return MOVES
     return UNDECIDED

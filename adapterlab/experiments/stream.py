@@ -191,24 +191,20 @@ def frozen_sha256(model):
     return h.hexdigest()
 
 
-def _logits_sha256(logits):
-    return hashlib.sha256(np.ascontiguousarray(logits, dtype=np.float32).tobytes()).hexdigest()
-
-
-def _classes_hex(classes):
-    return np.asarray(classes, dtype=np.uint8).tobytes().hex()
-
-
 # ----------------------------------------------------------------------------- evaluation
+
+def task_split(s, name, seed):
+    return T.cap_eval(task_registry.load_task(name, train_size=s.train_size, seed=seed), s.eval_size)
+
 
 class Evaluator:
     """Encoded test splits of the stream's tasks (capped as the settings say), tested on demand."""
 
     def __init__(self, s, tokenizer, tasks, seed):
-        self.tokenizer, self.s, self.device = tokenizer, s, T.pick_device("auto")
+        self.device = T.pick_device("auto")
         self.tasks, self.batches = {}, {}
         for name in tasks:
-            task = T.cap_eval(task_registry.load_task(name, train_size=s.train_size, seed=seed), s.eval_size)
+            task = task_split(s, name, seed)
             test_only = replace(task, splits={"test": task.splits["test"]})
             encoded = task_registry.encode(test_only, tokenizer, max_length=s.max_length)["test"]
             self.tasks[name] = task
@@ -220,23 +216,27 @@ class Evaluator:
         logits = T.predict(model.to(self.device), batches, self.device)
         labels = np.asarray(batches.split["labels"])
         classes = logits.argmax(axis=1)
+        logits_bytes = np.ascontiguousarray(logits, dtype=np.float32).tobytes()
         return {"accuracy": float(task.compute_metrics(logits, labels)["accuracy"]),
-                "correct": T.correct_bits(classes == labels), "classes": _classes_hex(classes),
-                "logits_sha256": _logits_sha256(logits), "examples": int(len(labels))}
+                "correct": T.correct_bits(classes == labels), "classes": classes.astype(np.uint8).tobytes().hex(),
+                "logits_sha256": hashlib.sha256(logits_bytes).hexdigest(), "examples": int(len(labels))}
 
 
-def _train_config(s, lr, seed):
-    return T.TrainConfig(**{**s.train, "lr": lr, "seed": seed})
+def _backbone(s):
+    """The stream's backbone with a head for the tweet labels (every stream task has them)."""
+    return load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
 
 
-def task_split(s, name, seed):
-    return T.cap_eval(task_registry.load_task(name, train_size=s.train_size, seed=seed), s.eval_size)
-
-
-def _convergence(result, split):
-    """The run's convergence verdict under the project's rule (rules.convergence), as every run records it."""
+def _train_on(s, key, model, tokenizer, task, progress):
+    """Train `model` on `task` at the step's rate and seed: the fields every training step records,
+    its convergence verdict under the project's rule (rules.convergence) among them."""
+    split = task_split(s, task, key["seed"])
+    config = T.TrainConfig(**{**s.train, "lr": key["lr"], "seed": key["seed"]})
+    result = T.train(model, tokenizer, split, config, max_length=s.max_length, progress=progress)
     entropy = T.class_entropy(split.splits["train"]["label"])
-    return {**rules.convergence(result["curve"], entropy), "class_entropy": entropy}
+    return {"validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
+            **rules.convergence(result["curve"], entropy), "class_entropy": entropy,
+            "train_seconds": result["train_seconds"]}
 
 
 def _key_settings(key):
@@ -299,7 +299,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
     s, seed, tasks = _key_settings(key), key["seed"], key["tasks"]
     start = time.perf_counter()
     torch.manual_seed(seed)  # the new head starts from this seed, as in train.build
-    model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+    model, tokenizer = _backbone(s)
     heads = Heads(model)
     if len(tasks) > 1:
         if previous is None or not (Path(previous) / MODEL_FILE).exists():
@@ -308,9 +308,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
         load_model(model, heads, Path(previous) / MODEL_FILE)
     adapt(model, "full")
     new = tasks[-1]
-    split = task_split(s, new, seed)
-    result = T.train(model, tokenizer, split, _train_config(s, key["lr"], seed), max_length=s.max_length,
-                     progress=progress)
+    trained = _train_on(s, key, model, tokenizer, new, progress)
     heads.keep(new)
     evaluate = Evaluator(s, tokenizer, tasks, seed)
     tests = {}
@@ -323,9 +321,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
         folder.mkdir(parents=True, exist_ok=True)
         model_bytes = save_model(model, heads, folder / MODEL_FILE)
     return {"step": "sequential", "tasks": tasks, "seed": seed, "tests": tests, "model_bytes": model_bytes,
-            "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
-            **_convergence(result, split),
-            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start}
+            **trained, "run_seconds": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------- learner 2: adapters
@@ -335,24 +331,21 @@ def run_adapter(key, out, progress=False):
     s, seed, task_name = _key_settings(key), key["seed"], key["task"]
     start = time.perf_counter()
     torch.manual_seed(seed)
-    model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+    model, tokenizer = _backbone(s)
     adapt(model, "houlsby", bottleneck=s.bottleneck)
     base_before = frozen_sha256(model)
-    split = task_split(s, task_name, seed)
-    result = T.train(model, tokenizer, split, _train_config(s, key["lr"], seed), max_length=s.max_length,
-                     progress=progress)
+    trained = _train_on(s, key, model, tokenizer, task_name, progress)
     base_after = frozen_sha256(model)
     out = Path(out)
     save_adapter(model, out)
     test = Evaluator(s, tokenizer, [task_name], seed)(model, task_name)
+    files = (ADAPTER_WEIGHTS, ADAPTER_CONFIG)
     return {"step": "adapter", "task": task_name, "seed": seed, "test": test,
             "base_sha256_before": base_before, "base_sha256_after": base_after,
-            "adapter_sha256": {n: sha256_file(out / n) for n in (ADAPTER_WEIGHTS, ADAPTER_CONFIG)},
-            "adapter_bytes": sum((out / n).stat().st_size for n in (ADAPTER_WEIGHTS, ADAPTER_CONFIG)),
+            "adapter_sha256": {n: sha256_file(out / n) for n in files},
+            "adapter_bytes": sum((out / n).stat().st_size for n in files),
             "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
-            "validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
-            **_convergence(result, split),
-            "train_seconds": result["train_seconds"], "run_seconds": time.perf_counter() - start}
+            **trained, "run_seconds": time.perf_counter() - start}
 
 
 def run_recall(key, adapter_dirs, out=None, progress=False):
@@ -361,7 +354,7 @@ def run_recall(key, adapter_dirs, out=None, progress=False):
     files' hashes again, and the base's size on disk (saved once here) for the storage bill."""
     s, seed, order = _key_settings(key), key["seed"], key["order"]
     start = time.perf_counter()
-    model, tokenizer = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
+    model, tokenizer = _backbone(s)
     evaluate = Evaluator(s, tokenizer, order, seed)
     files_before = {t: sha256_file(Path(adapter_dirs[t]) / ADAPTER_WEIGHTS) for t in order}
     tests, base_hashes = [], []
@@ -393,44 +386,41 @@ def run_serving(key, progress=False):
     from transformers.utils import logging as hf_logging
 
     s = _key_settings(key)
+    start = time.perf_counter()  # the whole step (making the files too): its share of a from-scratch run
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per timed load would drown the notebook
     try:
-        return _time_serving(s, key)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            adapters, models = [], []
+            for i in range(2):  # two tasks to switch between
+                torch.manual_seed(i)
+                model, _ = _backbone(s)
+                model.save_pretrained(tmp / f"model{i}")
+                adapt(model, "houlsby", bottleneck=s.bottleneck)
+                adapters.append(save_adapter(model, tmp / f"adapter{i}"))
+                models.append(tmp / f"model{i}")
+            base, _ = _backbone(s)
+            load_adapter(base, adapters[0])  # adapt once; every timed call below is a swap
+            model_class = type(base)
+            for folder in models:
+                model_class.from_pretrained(folder)  # warm the page cache
+
+            def timed(load, repeats):
+                seconds = []
+                for i in range(repeats):
+                    t0 = time.perf_counter()
+                    load((i + 1) % 2)
+                    seconds.append(time.perf_counter() - t0)
+                return seconds
+
+            swaps = timed(lambda i: load_adapter(base, adapters[i]), key["swap_repeats"])
+            loads = timed(lambda i: model_class.from_pretrained(models[i]).eval(), key["load_repeats"])
+            model_bytes = sum(f.stat().st_size for f in models[0].iterdir())
+            adapter_bytes = sum(f.stat().st_size for f in Path(adapters[0]).iterdir())
     finally:
         if bars:
             hf_logging.enable_progress_bar()
-
-
-def _time_serving(s, key):
-    start = time.perf_counter()  # the whole step (making the files too): its share of a from-scratch run
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        adapters, models = [], []
-        for i in range(2):  # two tasks to switch between
-            torch.manual_seed(i)
-            model, _ = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
-            model.save_pretrained(tmp / f"model{i}")
-            adapt(model, "houlsby", bottleneck=s.bottleneck)
-            adapters.append(save_adapter(model, tmp / f"adapter{i}"))
-            models.append(tmp / f"model{i}")
-        base, _ = load_backbone(s.backbone, num_labels=len(task_registry.TWEET_LABELS))
-        load_adapter(base, adapters[0])  # adapt once; every timed call below is a swap
-        model_class = type(base)
-        for folder in models:
-            model_class.from_pretrained(folder)  # warm the page cache
-        swaps = []
-        for i in range(key["swap_repeats"]):
-            t0 = time.perf_counter()
-            load_adapter(base, adapters[(i + 1) % 2])
-            swaps.append(time.perf_counter() - t0)
-        loads = []
-        for i in range(key["load_repeats"]):
-            t0 = time.perf_counter()
-            model_class.from_pretrained(models[(i + 1) % 2]).eval()
-            loads.append(time.perf_counter() - t0)
-        model_bytes = sum(f.stat().st_size for f in models[0].iterdir())
-        adapter_bytes = sum(f.stat().st_size for f in Path(adapters[0]).iterdir())
     return {"step": "serving", "swap_seconds": swaps, "load_seconds": loads,
             "swap_median": statistics.median(swaps), "load_median": statistics.median(loads),
             "model_bytes": model_bytes, "adapter_bytes": adapter_bytes, "threads": torch.get_num_threads(),
@@ -491,23 +481,11 @@ class StreamResult:
         seeds = self.settings.seeds if seed is None else (seed,)
         stack = []
         for sd in seeds:
-            tests = self.tests(learner, order, sd)
             m = np.full((len(order), len(order)), np.nan)
-            for (task, t), test in tests.items():
+            for (task, t), test in self.tests(learner, order, sd).items():
                 m[order.index(task), t] = test["accuracy"]
             stack.append(m)
         return pd.DataFrame(np.mean(stack, axis=0), index=list(order), columns=range(1, len(order) + 1))
-
-    def accuracy_table(self):
-        """Tidy: learner, order (index), order_name, seed, task, time, accuracy, examples."""
-        rows = []
-        for learner in LEARNERS:
-            for i, order in enumerate(self.settings.orders):
-                for seed in self.settings.seeds:
-                    for (task, t), test in self.tests(learner, order, seed).items():
-                        rows.append(dict(learner=learner, order=i, order_name=order_name(order), seed=seed,
-                                         task=task, time=t + 1, accuracy=test["accuracy"], examples=test["examples"]))
-        return pd.DataFrame(rows)
 
 
 def order_name(order):
@@ -529,6 +507,3 @@ def load(profile=None, store=None):
         raise ValueError(f"the {p.name} stream lacks {len(lacking)} step(s) (e.g. {lacking[0]}); run "
                          f"running.run_plan({p.name!r}, 'stream') or `python -m adapterlab sweep --profile {p.name} --only 08`")
     return StreamResult(settings(p), records, step_list)
-
-
-# ----------------------------------------------------------------------------- what the notebook reads

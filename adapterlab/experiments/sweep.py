@@ -24,14 +24,12 @@ store and train nothing. Design choices, and why:
   out of memory) is retried `retries` times, then counts as failed.
 - Ctrl-C stops the workers; every run finished so far is already stored, so a rerun resumes.
 
-Executors: "local" (default, no extra dependency) keeps one worker process per visible GPU, or
-workers_per_gpu of them (on CPU one, or max_parallel sharing the cores; processes rather than the
-driver itself, so that a crash or Ctrl-C in training leaves the driver standing); "ray" submits
-each run as a Ray task (num_gpus=1 when the cluster has GPUs). Every worker is told how many runs
-train side by side (the spec's "workers"), which each record keeps: run_seconds / workers is a run's
-share of the sweep's wall time. With `fresh` (--fresh, or --since TIME to resume) records made before
-the sweep began (or before TIME) count as missing (results.fresh_since), which is how `regenerate
---fresh` retrains everything and resumes after an interruption.
+Executors: "local" (default, no extra dependency: LocalExecutor) runs worker processes rather than
+training in the driver itself, so that a crash or Ctrl-C in training leaves the driver standing; "ray"
+submits each run as a Ray task (RayExecutor). Every worker is told how many runs train side by side
+(the spec's "workers"), which each record keeps: run_seconds / workers is a run's share of the sweep's
+wall time. `fresh` (--fresh, or --since TIME to resume) is how `regenerate --fresh` retrains everything
+and resumes after an interruption (sweep).
 """
 import datetime
 import json
@@ -50,7 +48,7 @@ from tqdm.auto import tqdm
 from . import planning, running, work
 from . import profiles as profiles_module
 from .families import PLANNED, family_of
-from .results import ResultStore, atomic_write, fresh_since
+from .results import atomic_write, fresh_since
 
 FAILURES = "sweep_failures.json"
 
@@ -72,17 +70,15 @@ def missing(profile, only=None, skip=(), fresh=False):
     counts as not stored. Asked again after a wave: stored grids add their chosen runs, a stored step
     the next step of its chain."""
     p = profiles_module.resolve(profile)
-    store = ResultStore(profiles_module.results_dir(p), since=fresh_since(fresh))
+    store = running.store_of(p, fresh)
     units = [u for family in families(only) for u in work.ready(planning.work(p, family, store), store)]
     return list({u.id: u for u in units if u.id not in skip}.values())  # a unit planned twice runs once
 
 
 def _error_text(error):
     """One line naming the error, then the last lines of its traceback (the remote one if any)."""
-    lines = traceback.format_exception(type(error), error, error.__traceback__)
     cause = error.__cause__  # concurrent.futures puts the worker's traceback here
-    if cause is not None:
-        lines = [str(cause)]
+    lines = [str(cause)] if cause is not None else traceback.format_exception(error)
     tail = "".join(lines).strip().splitlines()[-6:]
     return f"{type(error).__name__}: {error}".splitlines()[0] + "\n" + "\n".join(tail)
 
@@ -255,7 +251,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     file = file or sys.stdout
     p = profiles_module.resolve(profile)
     since = fresh_since(fresh)  # one time for the whole sweep: a run it retrained is not retrained again
-    store = ResultStore(profiles_module.results_dir(p), since=since)
+    store = running.store_of(p, since)
     failures = Failures(store.root)
     attempted, failed = set(), []
     resume = "rerun the same command" if since is None else f"rerun with --since {since.isoformat()}"
@@ -297,13 +293,12 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
             bar.total += len(todo)
             bar.refresh()
     except KeyboardInterrupt:
-        bar.close()
-        pool.close()
         done = len(attempted) - len(failed) - len(pool.running)
         print(f"\ninterrupted: {done} runs stored; {resume} to train the rest", file=file)
         return 130
-    bar.close()
-    pool.close()
+    finally:
+        bar.close()
+        pool.close()
     for family in families(only):  # e.g. the stream's fine-tuned models once their next step is stored
         running.drop_unneeded(store, planning.work(p, family, store))
     ok = len(attempted) - len(failed)
