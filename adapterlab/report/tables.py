@@ -307,9 +307,9 @@ def _param_performance_row(r, lr_grid):
 
 
 def param_performance_summary(df, task=None):
-    """One row per (task, family, method, size): means over seeds, plus `delta` = value minus full
-    fine-tuning's (a fraction; NaN when the task has no full fine-tuning run), sorted by parameters.
-    `converged` becomes the share of a setting's seeds that converged; `label` is the legend label."""
+    """One row per (task, family, method, size): means over seeds, sorted by the method lines' order
+    (LINE_RANK) and parameters. `converged` becomes the share of a setting's seeds that converged; `label`
+    is the legend label."""
     missing = [c for c in ("task", "method", "trainable", "value") if c not in df.columns]
     if missing or df.empty:
         raise ValueError(f"param_performance: the table lacks column(s) {missing} or rows; pass the table of "
@@ -326,15 +326,6 @@ def param_performance_summary(df, task=None):
                            "epochs", "steps", "seconds_per_epoch", "baseline", "converged") if c in d.columns]
     numeric += [c for c in d.columns if c.startswith("latency_")]
     out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
-    spread = d.groupby(keys, dropna=False, sort=False)["value"].agg(low="min", high="max", n="count").reset_index()
-    out = out.merge(spread, on=keys, how="left")
-    full = out[out["method"] == "full"].groupby("task")["value"].mean()
-    if "value_minus_full" in out.columns and out["value_minus_full"].notna().any():
-        out["delta"] = out["value_minus_full"]
-    else:
-        out["delta"] = out["value"] - out["task"].map(full)
-    if "metric" in d.columns:
-        out["metric"] = out["task"].map(d.groupby("task")["metric"].first())
     rank = {f: k for k, f in enumerate(LINE_RANK)}
     out["_rank"] = out["family"].map(lambda f: rank.get(f, len(rank)))
     return out.sort_values(["task", "_rank", "family", "trainable"]).drop(columns="_rank").reset_index(drop=True)
@@ -368,13 +359,10 @@ def param_performance_table(df):
     if "percent" in t:
         out["percent_trained"] = t["percent"]
     out["value_x100"] = t["value"] * SCALE
-    if time_col in t:
-        out[time_col] = t[time_col]
-        out["time_vs_full_pct"] = (100 * t[time_col] / full[time_col].iloc[0]) if len(full) else np.nan
-    if "peak_memory_mb" in t:
-        out["peak_memory_mb"] = t["peak_memory_mb"]
-        out["memory_vs_full_pct"] = ((100 * t["peak_memory_mb"] / full["peak_memory_mb"].iloc[0]) if len(full)
-                                     else np.nan)
+    for column, vs_full in ((time_col, "time_vs_full_pct"), ("peak_memory_mb", "memory_vs_full_pct")):
+        if column in t:
+            out[column] = t[column]
+            out[vs_full] = (100 * t[column] / full[column].iloc[0]) if len(full) else np.nan
     for batch in latency.SERVING_BATCHES:
         if f"latency_{batch}_ms" in t:
             out[f"latency_{batch}_ms"] = t[f"latency_{batch}_ms"]
