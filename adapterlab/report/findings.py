@@ -49,27 +49,24 @@ def by_seed(d, a, b, column="label"):
     return replace(diff, how=diff.how + ", seeds only (no per-example record)")
 
 
-def _rows_of(d, names, column):
-    return d[d[column].isin(names)]
+def _grid_end(lr, grid):
+    """"lowest" or "highest" when `lr` is that end of `grid` (space-separated rates, more than one), else None."""
+    rates = sorted(float(r) for r in grid.split()) if isinstance(grid, str) else []
+    return ("lowest" if lr == rates[0] else "highest" if lr == rates[-1] else None) if len(rates) > 1 else None
 
 
 def at_grid_end(rows, column="label"):
     """'full, lora': the settings among rows whose chosen learning rate is the lowest or highest of its grid."""
     if "lr_grid" not in rows or "lr" not in rows:
         return ""
-    ends = []
-    for name, g in rows.groupby(column, sort=False):
-        grid = g["lr_grid"].iloc[0]
-        rates = sorted(float(r) for r in grid.split()) if isinstance(grid, str) else []
-        if len(rates) > 1 and g["lr"].iloc[0] in (rates[0], rates[-1]):
-            ends.append(str(name))
-    return ", ".join(ends)
+    return ", ".join(str(name) for name, g in rows.groupby(column, sort=False)
+                     if _grid_end(g["lr"].iloc[0], g["lr_grid"].iloc[0]))
 
 
 def judge(d, a, b, claim, paper, paper_value=None, column="label"):
     """The verdict on a claim about a - b, paired by seed, with what qualifies it: "at this budget" when a run
     behind it is not converged (rule 3), and the settings whose rate sits at an end of its grid."""
-    rows = _rows_of(d, (a, b), column)
+    rows = d[d[column].isin((a, b))]
     verdicts, _ = current_verdicts(rows)
     unconverged_here = verdicts is not None and not verdicts.all()
     return stats.verdict(by_seed(d, a, b, column), claim, paper, paper_value=paper_value,
@@ -87,8 +84,7 @@ def ci_text(diff):
 def chosen_text(lr, grid):
     """'(chosen on validation from 0.001 0.003)', flagged when the choice is an end of the grid: the grid then
     does not bracket the best rate, which may lie beyond it (a wider grid is a new protocol, not a relabelling)."""
-    rates = sorted(float(r) for r in grid.split())
-    end = ("lowest" if lr == rates[0] else "highest" if lr == rates[-1] else None) if len(rates) > 1 else None
+    end = _grid_end(lr, grid)
     beyond = {"lowest": "lower", "highest": "higher"}.get(end)
     return f" (chosen on validation from {grid}" + (f"; the grid's {end}: a {beyond} rate was not tried)" if end
                                                    else ")")
