@@ -95,24 +95,16 @@ def example_bits(record):
                 validation_correct=best.get("correct"), validation_examples=best.get("examples"))
 
 
-def _frame(rows, family):
-    """Rows as the family's table: contract columns, run columns, extras, then LAST_COLUMNS."""
+def _frame(rows, family, grid=False):
+    """Rows as the family's table: contract columns, run columns, extras, then LAST_COLUMNS; as a
+    learning-rate grid table (`grid`): its own columns, then LAST_COLUMNS. split: that of `value`."""
     frame = pd.DataFrame(rows)
-    first = COLUMNS[family] + [c for c in RUN_COLUMNS if c not in COLUMNS[family]]
+    first = [] if grid else COLUMNS[family] + [c for c in RUN_COLUMNS if c not in COLUMNS[family]]
     if not len(frame):
-        return pd.DataFrame(columns=first + LAST_COLUMNS)
+        return frame if grid else pd.DataFrame(columns=first + LAST_COLUMNS)
     frame["split"] = SPLITS[family]
     extra = [c for c in frame.columns if c not in first and c not in LAST_COLUMNS]
     return frame[first + extra + LAST_COLUMNS]
-
-
-def _grid_frame(rows, family):
-    """A learning-rate grid table: its own columns, then LAST_COLUMNS (split: that of `value`)."""
-    frame = pd.DataFrame(rows)
-    if not len(frame):
-        return frame
-    frame["split"] = SPLITS[family]
-    return frame[[c for c in frame.columns if c not in LAST_COLUMNS] + LAST_COLUMNS]
 
 
 def _group(records, key):
@@ -288,7 +280,7 @@ def build_param_performance(profile, records):
         frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
                                      zip(frame["task"], frame["seed"], frame["value"])]
     return FamilyResult("param_performance", _frame(frame, "param_performance"),
-                        grid=_grid_frame(grid_rows, "param_performance"))
+                        grid=_frame(grid_rows, "param_performance", grid=True))
 
 
 def _param_performance_row(r, lr_grid):
@@ -434,7 +426,7 @@ def build_low_resource(profile, records):
         frame = frame.sort_values(["task", "train_size", "method", "seed"], kind="stable",
                                   key=lambda col: col.map(order) if col.name in ("task", "method") else col)
         frame = frame.reset_index(drop=True)
-    return FamilyResult("low_resource", frame, grid=_grid_frame(grid_rows, "low_resource"))
+    return FamilyResult("low_resource", frame, grid=_frame(grid_rows, "low_resource", grid=True))
 
 
 # ----------------------------------------------------------------------------- budget controls
@@ -473,27 +465,22 @@ def budget_control(profile, family):
 
 # ----------------------------------------------------------------------------- by name, and writing
 
-# family -> (its build_* function, the steps between training and building: each takes (profile, records,
-# fresh, progress) and returns one more argument of the build, after profile and records)
-BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
-            "init_scale": (build_init_scale, []),
-            "param_performance": (build_param_performance, []),
-            "low_resource": (build_low_resource, [])}
+BUILDERS = {"layer_removal": build_layer_removal, "init_scale": build_init_scale,
+            "param_performance": build_param_performance, "low_resource": build_low_resource}
 
 
 def get(family, profile=None, fresh=False, progress=True):
     """One family's FamilyResult by name: its plan trained where the store lacks it (running.run_plan),
-    its further steps taken (BUILDERS), the table built and its budget controls added (budget_control).
-    fresh: False reads the store, True retrains every run (and rescores every span) stored before this
-    call, an ISO 8601 time those stored before it (results.fresh_since)."""
+    for layer removal its spans scored (score_spans), the table built (BUILDERS) and its budget controls
+    added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
+    span) stored before this call, an ISO 8601 time those stored before it (results.fresh_since)."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     p = profiles_module.resolve(profile)
     fresh = fresh_since(fresh)  # one time for training and every step after it
-    build, steps = BUILDERS[family]
     records = running.run_plan(p, family, fresh, progress)
-    extra = [step(p, records, fresh, progress) for step in steps]
-    return replace(build(p, records, *extra), budget=budget_control(p, family))
+    spans = [score_spans(p, records, fresh, progress)] if family == "layer_removal" else []
+    return replace(BUILDERS[family](p, records, *spans), budget=budget_control(p, family))
 
 
 def write(result, profile=None):
