@@ -138,8 +138,8 @@ def _why_not(df, verdicts):
 
 def _rule_inputs(df):
     """(gain, se, final loss, class entropy) per row, NaN where the table lacks a column."""
-    col = lambda c: df[c] if c in df else pd.Series(np.nan, index=df.index)  # noqa: E731
-    return zip(col("plateau_gain"), col("plateau_se"), col("final_train_loss"), col("class_entropy"))
+    missing = pd.Series(np.nan, index=df.index)
+    return zip(*(df.get(c, missing) for c in ("plateau_gain", "plateau_se", "final_train_loss", "class_entropy")))
 
 
 def converged_now(df):
@@ -172,10 +172,10 @@ def _verdict_lines(claims):
 # ----------------------------------------------------------------------------- 04 layer removal
 
 def _span_difference(d, n):
-    """(value, diff, paired): value(x) is span x's score ((first, last), or None for nothing removed);
-    diff(x, y) is span x's score minus span y's (each (first, last), or None for nothing
-    removed) on the same n validation examples, paired by example when the table has the per-example bits
-    (stats.by_example), else with the unpaired SE of two scores (stats.scores: conservative)."""
+    """(value, diff, paired): value(x) is span x's score, diff(x, y) span x's minus span y's on the same n
+    validation examples (a span: (first, last), or None for nothing removed), paired by example when the table
+    has the per-example bits (stats.by_example), else with the unpaired SE of two scores (stats.scores:
+    conservative)."""
     def row(x):
         return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
 
