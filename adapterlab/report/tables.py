@@ -144,18 +144,14 @@ def score_spans(profile, records, fresh=False, progress=True):
                 running.run_unit(store, unit, progress)
             return evaluate_spans(config, checkpoint, cap, progress)
 
-        spans[task] = store.get_or_run(span_key(key, cap), evaluate, family=SPANS_FAMILY)
+        span_key = {"run": key, "split": "validation", "eval_size": cap}  # the run's key, the split, the cap
+        spans[task] = store.get_or_run(span_key, evaluate, family=SPANS_FAMILY)
     return spans
 
 
 def best_runs(records):
     """{task: its record best on validation} (the first best on a tie), tasks in plan order."""
     return {task: max(runs, key=lambda r: r["validation"]) for task, runs in _group(records, lambda r: r["task"]).items()}
-
-
-def span_key(run_key, cap):
-    """The store key of a run's span scores: the run's key, the split and the evaluation cap."""
-    return {"run": run_key, "split": "validation", "eval_size": cap}
 
 
 def build_layer_removal(profile, records, spans):
