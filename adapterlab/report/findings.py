@@ -98,18 +98,15 @@ def unconverged(df):
     (rules.converged on the row's plateau_gain, plateau_se, final_train_loss and class_entropy), said as such."""
     if "converged" not in df:
         return "these results predate the convergence record"
-    current = rules.CONVERGENCE_RULE_VERSION
-
-    n = len(df)
-    stored = df["converged"].astype(bool)
-    versions = df["rule_version"] if "rule_version" in df else pd.Series(np.nan, index=df.index)
+    current, n, stored = rules.CONVERGENCE_RULE_VERSION, len(df), df["converged"].astype(bool)
+    versions = df.get("rule_version", pd.Series(np.nan, index=df.index))
     known = versions.dropna().astype(int)
+    if len(known) == n and (known == current).all():
+        return f"{stored.sum()} of {n} runs converged (rule {current})" + _why_not(df, stored)
     under = [f"rule {v} for {c}" for v, c in sorted(Counter(known).items())]
     if versions.isna().any():
         under.append(f"rule version not recorded for {versions.isna().sum()}" if len(known) else
                      "rule version not recorded in this table")
-    if len(known) == n and (known == current).all():
-        return f"{stored.sum()} of {n} runs converged (rule {current})" + _why_not(df, stored)
     text = f"the table's verdicts: {stored.sum()} of {n} runs converged ({', '.join(under)})"
     if "plateau_gain" in df:
         again = converged_now(df)

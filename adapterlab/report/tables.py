@@ -73,11 +73,9 @@ def _method(config):
 
 
 def run_columns(record):
-    """The RUN_COLUMNS of a record (baseline, the majority class on the split `value` is scored on, is
-    set by each family) and LAST_COLUMNS but split: the convergence verdict as stored with the run
-    (under the rule of its rule_version, as running.run_one records it),
-    with the last-third gain, its SE and the final loss computed from the stored curve as
-    rules.convergence defines them."""
+    """The RUN_COLUMNS of a record (each family sets baseline: the majority class on its split) and
+    LAST_COLUMNS but split: the convergence verdict stored with the run (under its rule_version), the
+    last-third gain, its SE and the final loss from the stored curve, as rules.convergence defines them."""
     c = record["config"]["train"]
     gain, se = rules.last_third_gain(record["curve"])
     return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"], **example_bits(record),
