@@ -263,10 +263,9 @@ def build_param_performance(profile, records):
         trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
         [chosen] = planning.choose_lrs(trials).values()
         lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
-        for r in trials:
-            grid_rows.append(dict(task=r["task"], label=method_label(_method(_cfg(r))), method=r["method"],
-                                  validation=r["validation"], value=r["test"], **run_columns(r),
-                                  chosen=r["config"]["train"]["lr"] == chosen))
+        grid_rows += [dict(task=r["task"], label=method_label(_method(_cfg(r))), method=r["method"],
+                           validation=r["validation"], value=r["test"], **run_columns(r),
+                           chosen=r["config"]["train"]["lr"] == chosen) for r in trials]
         rows += [_param_performance_row(r, lr_grid) for r in runs if r["config"]["train"]["lr"] == chosen]
     frame = pd.DataFrame(rows)
     if len(frame):
