@@ -141,8 +141,7 @@ def _rule_inputs(df):
 
 def converged_now(df):
     """Each row's verdict under the current rule (rules.converged on its columns): for counts by group."""
-    converged = rules.converged
-    return pd.Series([converged(*row) for row in _rule_inputs(df)], index=df.index, dtype=bool)
+    return pd.Series([rules.converged(*row) for row in _rule_inputs(df)], index=df.index, dtype=bool)
 
 
 def current_verdicts(df):
