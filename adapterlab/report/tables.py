@@ -292,8 +292,8 @@ def _param_performance_row(r, lr_grid):
 
 
 def param_performance_summary(df, task=None):
-    """One row per (task, family, method, size): means over seeds, sorted by the method lines' order
-    (LINE_RANK) and parameters. `converged` becomes the share of a setting's seeds that converged; `label`
+    """One row per (task, family, method, size): the means over seeds of the columns the efficiency table
+    (param_performance_table) reads, sorted by the method lines' order (LINE_RANK) and parameters; `label`
     is the legend label."""
     missing = [c for c in ("task", "method", "trainable", "value") if c not in df.columns]
     if missing or df.empty:
@@ -304,12 +304,9 @@ def param_performance_summary(df, task=None):
     if "size" not in d.columns:
         d["size"] = np.nan
     d["label"] = [legend_label(f, s) for f, s in zip(d["family"], d["size"])]  # the line names the variant
-    if "converged" in d.columns:
-        d["converged"] = d["converged"].astype(float)
     keys = ["task", "family", "method", "size", "label"]
-    numeric = [c for c in ("trainable", "percent", "value", "value_minus_full", "train_seconds", "peak_memory_mb",
-                           "epochs", "steps", "seconds_per_epoch", "baseline", "converged") if c in d.columns]
-    numeric += [c for c in d.columns if c.startswith("latency_")]
+    numeric = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
+                           "seconds_per_epoch") if c in d] + [c for c in d if c.startswith("latency_")]
     out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
     rank = {f: k for k, f in enumerate(LINE_RANK)}
     out["_rank"] = out["family"].map(lambda f: rank.get(f, len(rank)))
@@ -331,10 +328,8 @@ def param_performance_table(df):
     either the table reports total training time (`train_seconds`), which compares the same way when
     every method trains for equally many epochs. value_x100 is the test score (split column)."""
     s = param_performance_summary(df)
-    keys = ["family", "method", "size", "label"]
-    cols = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
-                        "seconds_per_epoch") if c in s] + [c for c in s if c.startswith("latency_")]
-    t = s.groupby(keys, dropna=False, sort=False)[cols].mean().reset_index()
+    keys = ["family", "method", "size", "label"]  # the summary's, over every task
+    t = s.drop(columns="task").groupby(keys, dropna=False, sort=False).mean().reset_index()
     if "seconds_per_epoch" not in t.columns and "epochs" in t.columns:
         t["seconds_per_epoch"] = t["train_seconds"] / t["epochs"]
     time_col = "seconds_per_epoch" if "seconds_per_epoch" in t.columns else "train_seconds"
