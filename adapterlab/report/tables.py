@@ -453,22 +453,27 @@ def budget_control(profile, family):
 
 # ----------------------------------------------------------------------------- by name, and writing
 
-BUILDERS = {"layer_removal": build_layer_removal, "init_scale": build_init_scale,
-            "param_performance": build_param_performance, "low_resource": build_low_resource}
+# family -> (its build_* function, the steps between training and building: each takes (profile, records,
+# fresh, progress) and returns one more argument of the build, after profile and records)
+BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
+            "init_scale": (build_init_scale, []),
+            "param_performance": (build_param_performance, []),
+            "low_resource": (build_low_resource, [])}
 
 
 def get(family, profile=None, fresh=False, progress=True):
     """One family's FamilyResult by name: its plan trained where the store lacks it (running.run_plan),
-    for layer removal its spans scored (score_spans), the table built (BUILDERS) and its budget controls
-    added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
+    its further steps taken (BUILDERS: layer removal scores its spans), the table built and its budget
+    controls added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
     span) stored before this call, an ISO 8601 time those stored before it (results.fresh_since)."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     p = profiles_module.resolve(profile)
     fresh = fresh_since(fresh)  # one time for training and every step after it
     records = running.run_plan(p, family, fresh, progress)
-    spans = [score_spans(p, records, fresh, progress)] if family == "layer_removal" else []
-    return replace(BUILDERS[family](p, records, *spans), budget=budget_control(p, family))
+    build, steps = BUILDERS[family]
+    extra = [step(p, records, fresh, progress) for step in steps]
+    return replace(build(p, records, *extra), budget=budget_control(p, family))
 
 
 def write(result, profile=None):
