@@ -328,14 +328,11 @@ def learning_curves(records):
 
 
 def teaching_records(profile):
-    """{method: record} of notebook 03's runs as the profile plans them, from the result store."""
-    from ..experiments import planning, results
+    """{method: record} of notebook 03's runs on its first task as the profile plans them, from the store."""
+    from .provenance import stored_runs
 
-    prof = profiles.get(profile) if isinstance(profile, str) else profile
-    store = results.ResultStore(profiles.results_dir(prof))
-    keys = {m: planning.run_key(planning.teaching_config(prof, m, prof.tasks[0]), prof, "teaching")
-            for m in prof.teaching.methods}
-    return {m: r for m, key in keys.items() if (r := store.get(key, family="teaching")) is not None}
+    first = profiles.resolve(profile).tasks[0]
+    return {r["method"]: r for r in stored_runs(profile, "teaching") if r["task"] == first}
 
 
 # --------------------------------------------------------------------------- a stream of tasks

@@ -49,27 +49,24 @@ def by_seed(d, a, b, column="label"):
     return replace(diff, how=diff.how + ", seeds only (no per-example record)")
 
 
-def _rows_of(d, names, column):
-    return d[d[column].isin(names)]
+def _grid_end(lr, grid):
+    """"lowest" or "highest" when `lr` is that end of `grid` (space-separated rates, more than one), else None."""
+    rates = sorted(float(r) for r in grid.split()) if isinstance(grid, str) else []
+    return ("lowest" if lr == rates[0] else "highest" if lr == rates[-1] else None) if len(rates) > 1 else None
 
 
 def at_grid_end(rows, column="label"):
     """'full, lora': the settings among rows whose chosen learning rate is the lowest or highest of its grid."""
     if "lr_grid" not in rows or "lr" not in rows:
         return ""
-    ends = []
-    for name, g in rows.groupby(column, sort=False):
-        grid = g["lr_grid"].iloc[0]
-        rates = sorted(float(r) for r in grid.split()) if isinstance(grid, str) else []
-        if len(rates) > 1 and g["lr"].iloc[0] in (rates[0], rates[-1]):
-            ends.append(str(name))
-    return ", ".join(ends)
+    return ", ".join(str(name) for name, g in rows.groupby(column, sort=False)
+                     if _grid_end(g["lr"].iloc[0], g["lr_grid"].iloc[0]))
 
 
 def judge(d, a, b, claim, paper, paper_value=None, column="label"):
     """The verdict on a claim about a - b, paired by seed, with what qualifies it: "at this budget" when a run
     behind it is not converged (rule 3), and the settings whose rate sits at an end of its grid."""
-    rows = _rows_of(d, (a, b), column)
+    rows = d[d[column].isin((a, b))]
     verdicts, _ = current_verdicts(rows)
     unconverged_here = verdicts is not None and not verdicts.all()
     return stats.verdict(by_seed(d, a, b, column), claim, paper, paper_value=paper_value,
@@ -87,8 +84,7 @@ def ci_text(diff):
 def chosen_text(lr, grid):
     """'(chosen on validation from 0.001 0.003)', flagged when the choice is an end of the grid: the grid then
     does not bracket the best rate, which may lie beyond it (a wider grid is a new protocol, not a relabelling)."""
-    rates = sorted(float(r) for r in grid.split())
-    end = ("lowest" if lr == rates[0] else "highest" if lr == rates[-1] else None) if len(rates) > 1 else None
+    end = _grid_end(lr, grid)
     beyond = {"lowest": "lower", "highest": "higher"}.get(end)
     return f" (chosen on validation from {grid}" + (f"; the grid's {end}: a {beyond} rate was not tried)" if end
                                                    else ")")
@@ -102,18 +98,15 @@ def unconverged(df):
     (rules.converged on the row's plateau_gain, plateau_se, final_train_loss and class_entropy), said as such."""
     if "converged" not in df:
         return "these results predate the convergence record"
-    current = rules.CONVERGENCE_RULE_VERSION
-
-    n = len(df)
-    stored = df["converged"].astype(bool)
-    versions = df["rule_version"] if "rule_version" in df else pd.Series(np.nan, index=df.index)
+    current, n, stored = rules.CONVERGENCE_RULE_VERSION, len(df), df["converged"].astype(bool)
+    versions = df.get("rule_version", pd.Series(np.nan, index=df.index))
     known = versions.dropna().astype(int)
+    if len(known) == n and (known == current).all():
+        return f"{stored.sum()} of {n} runs converged (rule {current})" + _why_not(df, stored)
     under = [f"rule {v} for {c}" for v, c in sorted(Counter(known).items())]
     if versions.isna().any():
         under.append(f"rule version not recorded for {versions.isna().sum()}" if len(known) else
                      "rule version not recorded in this table")
-    if len(known) == n and (known == current).all():
-        return f"{stored.sum()} of {n} runs converged (rule {current})" + _why_not(df, stored)
     text = f"the table's verdicts: {stored.sum()} of {n} runs converged ({', '.join(under)})"
     if "plateau_gain" in df:
         again = converged_now(df)
@@ -142,14 +135,13 @@ def _why_not(df, verdicts):
 
 def _rule_inputs(df):
     """(gain, se, final loss, class entropy) per row, NaN where the table lacks a column."""
-    col = lambda c: df[c] if c in df else pd.Series(np.nan, index=df.index)  # noqa: E731
-    return zip(col("plateau_gain"), col("plateau_se"), col("final_train_loss"), col("class_entropy"))
+    missing = pd.Series(np.nan, index=df.index)
+    return zip(*(df.get(c, missing) for c in ("plateau_gain", "plateau_se", "final_train_loss", "class_entropy")))
 
 
 def converged_now(df):
     """Each row's verdict under the current rule (rules.converged on its columns): for counts by group."""
-    converged = rules.converged
-    return pd.Series([converged(*row) for row in _rule_inputs(df)], index=df.index, dtype=bool)
+    return pd.Series([rules.converged(*row) for row in _rule_inputs(df)], index=df.index, dtype=bool)
 
 
 def current_verdicts(df):
@@ -176,10 +168,10 @@ def _verdict_lines(claims):
 # ----------------------------------------------------------------------------- 04 layer removal
 
 def _span_difference(d, n):
-    """(value, diff, paired): value(x) is span x's score ((first, last), or None for nothing removed);
-    diff(x, y) is span x's score minus span y's (each (first, last), or None for nothing
-    removed) on the same n validation examples, paired by example when the table has the per-example bits
-    (stats.by_example), else with the unpaired SE of two scores (stats.scores: conservative)."""
+    """(value, diff, paired): value(x) is span x's score, diff(x, y) span x's minus span y's on the same n
+    validation examples (a span: (first, last), or None for nothing removed), paired by example when the table
+    has the per-example bits (stats.by_example), else with the unpaired SE of two scores (stats.scores:
+    conservative)."""
     def row(x):
         return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
 

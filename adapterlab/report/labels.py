@@ -90,12 +90,9 @@ def legend_label(method, size=None):
 
 
 def method_size(m):
-    """The `size` of a method setting (a MethodConfig): the knob that varies along its plot line.
-
-    top-k: k (blocks trained); phm: n (Kronecker terms); every other adapter method (houlsby,
-    pfeiffer, adapter-lowrank, adapterdrop, compacter, compacter++): the bottleneck m;
-    full, layernorm, bitfit: None (NaN in the table).
-    """
+    """The `size` of a method setting (a MethodConfig): the knob that varies along its plot line, k (blocks
+    trained) for top-k, n (Kronecker terms) for phm, the bottleneck m for the other adapter methods; None
+    (NaN in the table) for the rest."""
     if m.trains == "top-k":
         return m.k
     if m.name == "phm":

@@ -2,6 +2,8 @@
 exact-recall checks, the storage bill and the serving cost, and stream.csv, the one table that the stream's
 figures (figures.stream) and its reading (findings.READERS["stream"]) are drawn from, like every family's.
 """
+from itertools import accumulate
+
 import numpy as np
 import pandas as pd
 
@@ -59,14 +61,10 @@ def storage_bill(result, order=0, seed=None):
     adapters = [result.record(adapter_step(s, t, seed))["adapter_bytes"] for t in order_tasks]
     sequential = [result.record(sequential_step(s, order_tasks[:k + 1], seed))["model_bytes"]
                   for k in range(len(order_tasks))]
-    one_model = copies[0]
-    rows = []
-    for n in range(1, len(order_tasks) + 1):
-        bills = {"adapters": recall["base_bytes"] + sum(adapters[:n]), "copies": sum(copies[:n]),
-                 "sequential": sequential[n - 1]}
-        for learner, total in bills.items():
-            rows.append(dict(tasks=n, learner=learner, bytes=total, per_model=total / one_model))
-    return pd.DataFrame(rows)
+    bills = {"adapters": [recall["base_bytes"] + b for b in accumulate(adapters)],
+             "copies": list(accumulate(copies)), "sequential": sequential}
+    return pd.DataFrame([dict(tasks=n + 1, learner=learner, bytes=bill[n], per_model=bill[n] / copies[0])
+                         for n in range(len(order_tasks)) for learner, bill in bills.items()])
 
 
 def serving(result):

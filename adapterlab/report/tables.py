@@ -73,11 +73,9 @@ def _method(config):
 
 
 def run_columns(record):
-    """The RUN_COLUMNS of a record (baseline, the majority class on the split `value` is scored on, is
-    set by each family) and LAST_COLUMNS but split: the convergence verdict as stored with the run
-    (under the rule of its rule_version, as running.run_one records it),
-    with the last-third gain, its SE and the final loss computed from the stored curve as
-    rules.convergence defines them."""
+    """The RUN_COLUMNS of a record (each family sets baseline: the majority class on its split) and
+    LAST_COLUMNS but split: the convergence verdict stored with the run (under its rule_version), the
+    last-third gain, its SE and the final loss from the stored curve, as rules.convergence defines them."""
     c = record["config"]["train"]
     gain, se = rules.last_third_gain(record["curve"])
     return dict(seed=c["seed"], lr=c["lr"], steps=record["steps"], **example_bits(record),
@@ -95,24 +93,16 @@ def example_bits(record):
                 validation_correct=best.get("correct"), validation_examples=best.get("examples"))
 
 
-def _frame(rows, family):
-    """Rows as the family's table: contract columns, run columns, extras, then LAST_COLUMNS."""
+def _frame(rows, family, grid=False):
+    """Rows as the family's table: contract columns, run columns, extras, then LAST_COLUMNS; as a
+    learning-rate grid table (`grid`): its own columns, then LAST_COLUMNS. split: that of `value`."""
     frame = pd.DataFrame(rows)
-    first = COLUMNS[family] + [c for c in RUN_COLUMNS if c not in COLUMNS[family]]
+    first = [] if grid else COLUMNS[family] + [c for c in RUN_COLUMNS if c not in COLUMNS[family]]
     if not len(frame):
-        return pd.DataFrame(columns=first + LAST_COLUMNS)
+        return frame if grid else pd.DataFrame(columns=first + LAST_COLUMNS)
     frame["split"] = SPLITS[family]
     extra = [c for c in frame.columns if c not in first and c not in LAST_COLUMNS]
     return frame[first + extra + LAST_COLUMNS]
-
-
-def _grid_frame(rows, family):
-    """A learning-rate grid table: its own columns, then LAST_COLUMNS (split: that of `value`)."""
-    frame = pd.DataFrame(rows)
-    if not len(frame):
-        return frame
-    frame["split"] = SPLITS[family]
-    return frame[[c for c in frame.columns if c not in LAST_COLUMNS] + LAST_COLUMNS]
 
 
 def _group(records, key):
@@ -152,18 +142,14 @@ def score_spans(profile, records, fresh=False, progress=True):
                 running.run_unit(store, unit, progress)
             return evaluate_spans(config, checkpoint, cap, progress)
 
-        spans[task] = store.get_or_run(span_key(key, cap), evaluate, family=SPANS_FAMILY)
+        span_key = {"run": key, "split": "validation", "eval_size": cap}  # the run's key, the split, the cap
+        spans[task] = store.get_or_run(span_key, evaluate, family=SPANS_FAMILY)
     return spans
 
 
 def best_runs(records):
     """{task: its record best on validation} (the first best on a tie), tasks in plan order."""
     return {task: max(runs, key=lambda r: r["validation"]) for task, runs in _group(records, lambda r: r["task"]).items()}
-
-
-def span_key(run_key, cap):
-    """The store key of a run's span scores: the run's key, the split and the evaluation cap."""
-    return {"run": run_key, "split": "validation", "eval_size": cap}
 
 
 def build_layer_removal(profile, records, spans):
@@ -277,10 +263,9 @@ def build_param_performance(profile, records):
         trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
         [chosen] = planning.choose_lrs(trials).values()
         lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
-        for r in trials:
-            grid_rows.append(dict(task=r["task"], label=method_label(_method(_cfg(r))), method=r["method"],
-                                  validation=r["validation"], value=r["test"], **run_columns(r),
-                                  chosen=r["config"]["train"]["lr"] == chosen))
+        grid_rows += [dict(task=r["task"], label=method_label(_method(_cfg(r))), method=r["method"],
+                           validation=r["validation"], value=r["test"], **run_columns(r),
+                           chosen=r["config"]["train"]["lr"] == chosen) for r in trials]
         rows += [_param_performance_row(r, lr_grid) for r in runs if r["config"]["train"]["lr"] == chosen]
     frame = pd.DataFrame(rows)
     if len(frame):
@@ -288,7 +273,7 @@ def build_param_performance(profile, records):
         frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
                                      zip(frame["task"], frame["seed"], frame["value"])]
     return FamilyResult("param_performance", _frame(frame, "param_performance"),
-                        grid=_grid_frame(grid_rows, "param_performance"))
+                        grid=_frame(grid_rows, "param_performance", grid=True))
 
 
 def _param_performance_row(r, lr_grid):
@@ -307,9 +292,9 @@ def _param_performance_row(r, lr_grid):
 
 
 def param_performance_summary(df, task=None):
-    """One row per (task, family, method, size): means over seeds, plus `delta` = value minus full
-    fine-tuning's (a fraction; NaN when the task has no full fine-tuning run), sorted by parameters.
-    `converged` becomes the share of a setting's seeds that converged; `label` is the legend label."""
+    """One row per (task, family, method, size): the means over seeds of the columns the efficiency table
+    (param_performance_table) reads, sorted by the method lines' order (LINE_RANK) and parameters; `label`
+    is the legend label."""
     missing = [c for c in ("task", "method", "trainable", "value") if c not in df.columns]
     if missing or df.empty:
         raise ValueError(f"param_performance: the table lacks column(s) {missing} or rows; pass the table of "
@@ -319,22 +304,10 @@ def param_performance_summary(df, task=None):
     if "size" not in d.columns:
         d["size"] = np.nan
     d["label"] = [legend_label(f, s) for f, s in zip(d["family"], d["size"])]  # the line names the variant
-    if "converged" in d.columns:
-        d["converged"] = d["converged"].astype(float)
     keys = ["task", "family", "method", "size", "label"]
-    numeric = [c for c in ("trainable", "percent", "value", "value_minus_full", "train_seconds", "peak_memory_mb",
-                           "epochs", "steps", "seconds_per_epoch", "baseline", "converged") if c in d.columns]
-    numeric += [c for c in d.columns if c.startswith("latency_")]
+    numeric = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
+                           "seconds_per_epoch") if c in d] + [c for c in d if c.startswith("latency_")]
     out = d.groupby(keys, dropna=False, sort=False)[numeric].mean().reset_index()
-    spread = d.groupby(keys, dropna=False, sort=False)["value"].agg(low="min", high="max", n="count").reset_index()
-    out = out.merge(spread, on=keys, how="left")
-    full = out[out["method"] == "full"].groupby("task")["value"].mean()
-    if "value_minus_full" in out.columns and out["value_minus_full"].notna().any():
-        out["delta"] = out["value_minus_full"]
-    else:
-        out["delta"] = out["value"] - out["task"].map(full)
-    if "metric" in d.columns:
-        out["metric"] = out["task"].map(d.groupby("task")["metric"].first())
     rank = {f: k for k, f in enumerate(LINE_RANK)}
     out["_rank"] = out["family"].map(lambda f: rank.get(f, len(rank)))
     return out.sort_values(["task", "_rank", "family", "trainable"]).drop(columns="_rank").reset_index(drop=True)
@@ -355,10 +328,8 @@ def param_performance_table(df):
     either the table reports total training time (`train_seconds`), which compares the same way when
     every method trains for equally many epochs. value_x100 is the test score (split column)."""
     s = param_performance_summary(df)
-    keys = ["family", "method", "size", "label"]
-    cols = [c for c in ("trainable", "percent", "value", "train_seconds", "peak_memory_mb", "epochs",
-                        "seconds_per_epoch") if c in s] + [c for c in s if c.startswith("latency_")]
-    t = s.groupby(keys, dropna=False, sort=False)[cols].mean().reset_index()
+    keys = ["family", "method", "size", "label"]  # the summary's, over every task
+    t = s.drop(columns="task").groupby(keys, dropna=False, sort=False).mean().reset_index()
     if "seconds_per_epoch" not in t.columns and "epochs" in t.columns:
         t["seconds_per_epoch"] = t["train_seconds"] / t["epochs"]
     time_col = "seconds_per_epoch" if "seconds_per_epoch" in t.columns else "train_seconds"
@@ -368,13 +339,10 @@ def param_performance_table(df):
     if "percent" in t:
         out["percent_trained"] = t["percent"]
     out["value_x100"] = t["value"] * SCALE
-    if time_col in t:
-        out[time_col] = t[time_col]
-        out["time_vs_full_pct"] = (100 * t[time_col] / full[time_col].iloc[0]) if len(full) else np.nan
-    if "peak_memory_mb" in t:
-        out["peak_memory_mb"] = t["peak_memory_mb"]
-        out["memory_vs_full_pct"] = ((100 * t["peak_memory_mb"] / full["peak_memory_mb"].iloc[0]) if len(full)
-                                     else np.nan)
+    for column, vs_full in ((time_col, "time_vs_full_pct"), ("peak_memory_mb", "memory_vs_full_pct")):
+        if column in t:
+            out[column] = t[column]
+            out[vs_full] = (100 * t[column] / full[column].iloc[0]) if len(full) else np.nan
     for batch in latency.SERVING_BATCHES:
         if f"latency_{batch}_ms" in t:
             out[f"latency_{batch}_ms"] = t[f"latency_{batch}_ms"]
@@ -446,7 +414,7 @@ def build_low_resource(profile, records):
         frame = frame.sort_values(["task", "train_size", "method", "seed"], kind="stable",
                                   key=lambda col: col.map(order) if col.name in ("task", "method") else col)
         frame = frame.reset_index(drop=True)
-    return FamilyResult("low_resource", frame, grid=_grid_frame(grid_rows, "low_resource"))
+    return FamilyResult("low_resource", frame, grid=_frame(grid_rows, "low_resource", grid=True))
 
 
 # ----------------------------------------------------------------------------- budget controls
@@ -495,15 +463,15 @@ BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
 
 def get(family, profile=None, fresh=False, progress=True):
     """One family's FamilyResult by name: its plan trained where the store lacks it (running.run_plan),
-    its further steps taken (BUILDERS), the table built and its budget controls added (budget_control).
-    fresh: False reads the store, True retrains every run (and rescores every span) stored before this
-    call, an ISO 8601 time those stored before it (results.fresh_since)."""
+    its further steps taken (BUILDERS: layer removal scores its spans), the table built and its budget
+    controls added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
+    span) stored before this call, an ISO 8601 time those stored before it (results.fresh_since)."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     p = profiles_module.resolve(profile)
     fresh = fresh_since(fresh)  # one time for training and every step after it
-    build, steps = BUILDERS[family]
     records = running.run_plan(p, family, fresh, progress)
+    build, steps = BUILDERS[family]
     extra = [step(p, records, fresh, progress) for step in steps]
     return replace(build(p, records, *extra), budget=budget_control(p, family))
 
