@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from ..nn.layers import BottleneckAdapter, PHMLinear
-from .checking import (KRON, Hint, _call, _count, _describe, _first_slip, _LargestTensor, _number, _randn, _refused,
-                       _same, _shape, _tiny_bert)
+from .checking import (KRON, Hint, _call, _count, _describe, _first_slip, _LargestTensor, _number, _randn,
+                       _refused, _same, _shape, _tiny_bert)
 
 # ------------------------------------------------------------------ 01: the bottleneck adapter
 
