@@ -267,19 +267,28 @@ def _store_files(root, profile):
             for family in families.PLANNED}
 
 
-def write_tables_and_figures(profile, outcomes):
-    """The tables of the chosen notebooks' families, rebuilt from the store and written (tables.write),
-    then every registered figure redrawn from the tables (figures.redraw). Each file is credited to the
-    notebook of its family, as the registry names it (families.FAMILY_NOTEBOOK, figures.FIGURES)."""
+def collect_files(outcomes, profile, root, before, env):
+    """Credit each notebook with the files it wrote: its family's store file when that changed since
+    `before` (_store_files), then the tables of the chosen notebooks' families, rebuilt from the store and
+    written (tables.write), then every registered figure redrawn from the tables (figures.redraw). Each file
+    is credited to the notebook of its family, as the registry names it (families.FAMILY_NOTEBOOK,
+    figures.FIGURES)."""
     from ..report import figures, tables
 
+    after = _store_files(root, profile)
+    for o in outcomes:
+        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
+        if family and after[family] != before[family]:
+            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
     by_family = {families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem): o for o in outcomes if o["ok"]}
-    for family in families.FAMILIES:
-        if family in by_family:
-            by_family[family]["results"] += [str(p) for p in tables.write(tables.get(family, profile, progress=False),
-                                                                          profile)]
+    with _writing_where_kernels_do(env):
+        for family in families.FAMILIES:
+            if family in by_family:
+                by_family[family]["results"] += map(str, tables.write(tables.get(family, profile, progress=False),
+                                                                      profile))
+        drawn = figures.redraw(profile)
     stems = {stem: family for family, entry in figures.FIGURES.items() for stem in [*entry.png, *entry.html]}
-    for path in figures.redraw(profile):
+    for path in drawn:
         family = next((f for stem, f in stems.items() if Path(path).stem.startswith(stem)), None)
         owner = by_family.get("teaching" if family == "learning_curves" else family)
         if owner is not None:
@@ -350,7 +359,7 @@ def train_first(profile, chosen, workers, since, env, progress):
 
 
 def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
-    """One Job per chosen notebook. Papermill injects `profile`, and `fresh`: the since time when this
+    """One job (what run_notebook takes: a picklable dict) per chosen notebook. Papermill injects `profile`, and `fresh`: the since time when this
     run retrains (the kernels' stores then ignore the records the sweep ignored, and 04 scores again the
     spans stored before it), else False."""
     return [dict(notebook=str(nb), output=str(out_dir / nb.name), env=env, cwd=str(notebooks_dir),
@@ -358,7 +367,7 @@ def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
 
 
 def run_notebooks(todo, jobs, progress, desc):
-    """Each Job's Outcome (as a dict), in notebook order: one after the other, or `jobs` at a time in
+    """Each job's Outcome (as a dict), in notebook order: one after the other, or `jobs` at a time in
     worker processes (a worker that dies becomes a failed Outcome)."""
     from tqdm.auto import tqdm
 
@@ -386,19 +395,6 @@ def run_notebooks(todo, jobs, progress, desc):
                 bar.set_postfix_str(Path(outcome["notebook"]).stem)
                 bar.update(1)
     return sorted(outcomes, key=lambda o: o["notebook"])
-
-
-def collect_files(outcomes, profile, root, before, env):
-    """Credit each notebook with the files it wrote: its family's store file when that changed since
-    `before` (_store_files), then the family's tables and the figures, rebuilt from the store
-    (write_tables_and_figures)."""
-    after = _store_files(root, profile)
-    for o in outcomes:
-        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
-        if family and after[family] != before[family]:
-            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
-    with _writing_where_kernels_do(env):
-        write_tables_and_figures(profile, outcomes)
 
 
 def report(outcomes, root, out_dir, profile, since):

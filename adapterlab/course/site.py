@@ -162,16 +162,10 @@ def failed_cells(nb):
 def _title_and_summary(nb):
     """The notebook's first heading and the paragraph after it."""
     text = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
-    lines = text.splitlines()
-    heading = next((i for i, line in enumerate(lines) if line.startswith("#")), None)
-    title = lines[heading].lstrip("#").strip() if heading is not None else ""
-    paragraph = []
-    for line in lines[heading + 1 if heading is not None else 0:]:
-        if line.strip():
-            paragraph.append(line.strip())
-        elif paragraph:
-            break
-    summary = " ".join(paragraph)
+    heading = re.search(r"^#.*", text, re.M)
+    paragraph = re.search(r"\S.*(?:\n.*\S.*)*", text[heading.end():] if heading else text)  # up to a blank line
+    title = heading.group().lstrip("#").strip() if heading else ""
+    summary = " ".join(line.strip() for line in paragraph.group().splitlines()) if paragraph else ""
     if not summary.endswith((".", "!", "?")) and "." in summary:  # it leads into a list: keep whole sentences
         summary = summary[:summary.rindex(".") + 1]
     return title, summary
