@@ -243,12 +243,11 @@ def check_lora_merge(merge_lora):
 
 def check_choose_trainable(choose_trainable):
     """choose_trainable(model): on a model with Houlsby adapters inserted, set requires_grad as the method does."""
-    trainable = lambda model: {n for n, p in model.named_parameters() if p.requires_grad}
-    expected = trainable(_tiny_bert("houlsby", bottleneck=4))
+    expected = {n for n, p in _tiny_bert("houlsby", bottleneck=4).named_parameters() if p.requires_grad}
     model = _tiny_bert("houlsby", bottleneck=4)
     model.requires_grad_(True)  # undo adapt's choice: the student makes it
     _call(choose_trainable, model)
-    got = trainable(model)
+    got = {n for n, p in model.named_parameters() if p.requires_grad}
     if got == expected:
         return "the same parameters train as with al.adapt(model, 'houlsby')"
     missing, extra = expected - got, got - expected
