@@ -359,9 +359,9 @@ def train_first(profile, chosen, workers, since, env, progress):
 
 
 def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
-    """One job (what run_notebook takes: a picklable dict) per chosen notebook. Papermill injects `profile`, and `fresh`: the since time when this
-    run retrains (the kernels' stores then ignore the records the sweep ignored, and 04 scores again the
-    spans stored before it), else False."""
+    """One job (what run_notebook takes: a picklable dict) per chosen notebook. Papermill injects `profile`,
+    and `fresh`: the since time when this run retrains (the kernels' stores then ignore the records the sweep
+    ignored, and 04 scores again the spans stored before it), else False."""
     return [dict(notebook=str(nb), output=str(out_dir / nb.name), env=env, cwd=str(notebooks_dir),
                  parameters=dict(profile=profile, fresh=since or False), timeout=timeout or None) for nb in chosen]
 
