@@ -101,7 +101,6 @@ def _refused(targets, hint):
                 setattr(owner, name, original)
 
 
-
 class _LargestTensor(TorchDispatchMode):
     """Records the size of the largest tensor any torch operation computes inside the block (views and
     intermediates included: einsum, matmul and broadcasting all reach the dispatcher as aten ops)."""
@@ -122,6 +121,40 @@ class _LargestTensor(TorchDispatchMode):
 def _same(a, b):
     # float64 on inputs of order one: rounding differences are ~1e-15, a real mistake is order one
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _close(a, b):
+    """Two float64 results that agree up to rounding."""
+    return abs(a - b) <= 1e-9 * abs(b)
+
+
+def _first_slip(matches, slips, otherwise=None):
+    """Raise the hint of the first (candidate, hint) in `slips` whose candidate the answer `matches` (a
+    candidate None is skipped: a slip that cannot be told apart on these inputs); when none does, raise
+    Hint(otherwise), unless it is None."""
+    for candidate, hint in slips:
+        if candidate is not None and matches(candidate):
+            raise Hint(hint)
+    if otherwise is not None:
+        raise Hint(otherwise)
+
+
+def _randn(gen, *shape):
+    return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+
+def _tiny_bert(method=None, dropout=0.1, **options):
+    """A 2-layer BERT small enough to train in a check; with `method`, adapted (al.adapt) with `options`."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from ..methods.inject import adapt
+
+    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16, num_labels=3,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    return adapt(model, method, **options) if method else model
 
 
 def _shape(result, expected, what):

@@ -8,25 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from ..nn.layers import BottleneckAdapter, PHMLinear
-from .checking import (
-    KRON,
-    Hint,
-    _call,
-    _count,
-    _describe,
-    _LargestTensor,
-    _number,
-    _refused,
-    _same,
-    _shape,
-)
+from .checking import (KRON, Hint, _call, _count, _describe, _first_slip, _LargestTensor, _number, _randn,
+                       _refused, _same, _shape, _tiny_bert)
 
 # ------------------------------------------------------------------ 01: the bottleneck adapter
-
-def _adapter_weights(d, m, gen):
-    return (torch.randn(d, m, generator=gen, dtype=torch.float64), torch.randn(m, generator=gen, dtype=torch.float64),
-            torch.randn(m, d, generator=gen, dtype=torch.float64), torch.randn(d, generator=gen, dtype=torch.float64))
-
 
 def _reference_adapter(h, W_down, b_down, W_up, b_up):
     d, m = W_down.shape
@@ -41,30 +26,26 @@ def check_adapter_forward(adapter_forward):
     """adapter_forward(h, W_down, b_down, W_up, b_up) -> h + f(h W_down + b_down) W_up + b_up, f = GELU."""
     gen = torch.Generator().manual_seed(1)
     d, m = 12, 3
-    h = torch.randn(2, 5, d, generator=gen, dtype=torch.float64)
-    weights = _adapter_weights(d, m, gen)
+    h = _randn(gen, 2, 5, d)
+    W_down, b_down, W_up, b_up = weights = _randn(gen, d, m), _randn(gen, m), _randn(gen, m, d), _randn(gen, d)
     out = _call(adapter_forward, h, *weights)
     expected = _reference_adapter(h, *weights)
     _shape(out, expected, "the adapter's output")
-    W_down, b_down, W_up, b_up = weights
     if _same(out, expected):
         return "matches adapterlab.BottleneckAdapter on random weights"
-    if _same(out, expected - h):
-        raise Hint("the skip connection is missing: the adapter adds its result back to its input")
-    if _same(out, h + (h @ W_down + b_down) @ W_up + b_up):
-        raise Hint("there is no nonlinearity between the two projections (use F.gelu)")
-    if _same(out, h + F.relu(h @ W_down + b_down) @ W_up + b_up):
-        raise Hint("the nonlinearity should be GELU (F.gelu), as in BERT's feed-forward")
-    if _same(out, h + F.gelu(h @ W_down + b_down, approximate="tanh") @ W_up + b_up):
-        raise Hint("that is the tanh approximation of GELU; BERT and adapterlab use the exact one, "
-                   "F.gelu(x) (= x Φ(x), with the normal CDF)")
-    if _same(out, h + F.gelu(h @ W_down + b_down) @ W_up):
-        raise Hint("the up-projection's bias b_up is missing")
-    if _same(out, h + F.gelu(h @ W_down) @ W_up + b_up):
-        raise Hint("the down-projection's bias b_down is missing (it goes inside the nonlinearity)")
-    if _same(out, h + F.gelu((h @ W_down + b_down) @ W_up + b_up)):
-        raise Hint("the nonlinearity goes between the projections: f(h W_down + b_down), then W_up and b_up")
-    raise Hint("the output differs from h + f(h W_down + b_down) W_up + b_up; check each term")
+    down = h @ W_down + b_down
+    _first_slip(lambda slip: _same(out, slip), [
+        (expected - h, "the skip connection is missing: the adapter adds its result back to its input"),
+        (h + down @ W_up + b_up, "there is no nonlinearity between the two projections (use F.gelu)"),
+        (h + F.relu(down) @ W_up + b_up, "the nonlinearity should be GELU (F.gelu), as in BERT's feed-forward"),
+        (h + F.gelu(down, approximate="tanh") @ W_up + b_up, "that is the tanh approximation of GELU; BERT and "
+         "adapterlab use the exact one, F.gelu(x) (= x Φ(x), with the normal CDF)"),
+        (h + F.gelu(down) @ W_up, "the up-projection's bias b_up is missing"),
+        (h + F.gelu(h @ W_down) @ W_up + b_up,
+         "the down-projection's bias b_down is missing (it goes inside the nonlinearity)"),
+        (h + F.gelu(down @ W_up + b_up),
+         "the nonlinearity goes between the projections: f(h W_down + b_down), then W_up and b_up"),
+    ], "the output differs from h + f(h W_down + b_down) W_up + b_up; check each term")
 
 
 def check_identity_init(init_adapter):
@@ -84,8 +65,7 @@ def check_identity_init(init_adapter):
     if not torch.equal(out, h):
         raise Hint("the adapter is not exactly the identity at init: what must be zero for the added term to vanish?")
     W_down, b_down, W_up, b_up = params
-    loss = (h + F.gelu(h @ W_down + b_down) @ W_up + b_up).pow(2).sum()
-    loss.backward()
+    (h + F.gelu(h @ W_down + b_down) @ W_up + b_up).pow(2).sum().backward()
     if W_up.grad.abs().max() == 0:
         raise Hint("the identity holds, but the up-projection gets no gradient: "
                    "with a zero down-projection the adapter cannot start learning")
@@ -98,15 +78,13 @@ def check_houlsby_count(count_houlsby):
         per = sum(p.numel() for p in BottleneckAdapter(d, m).parameters())  # the package's adapter
         expected = 2 * L * per
         got = _count(_call(count_houlsby, d, L, m), "the count")
-        if got == expected:
-            continue
-        if got == L * per:
-            raise Hint("Houlsby puts two adapters in each layer (after attention and after the feed-forward)")
-        if got == 2 * L * 2 * m * d:
-            raise Hint("the projections' biases are missing")
-        if got == expected + 2 * L * 2 * d:
-            raise Hint("count only the adapters: the LayerNorms are trained too, but they are not adapter parameters")
-        raise Hint(f"for d={d}, L={L}, m={m} your count is off by {got - expected:+,}")
+        if got != expected:
+            _first_slip(lambda slip: got == slip, [
+                (L * per, "Houlsby puts two adapters in each layer (after attention and after the feed-forward)"),
+                (2 * L * 2 * m * d, "the projections' biases are missing"),
+                (expected + 2 * L * 2 * d,
+                 "count only the adapters: the LayerNorms are trained too, but they are not adapter parameters"),
+            ], f"for d={d}, L={L}, m={m} your count is off by {got - expected:+,}")
     return "matches the parameters of adapterlab's adapters for BERT-base, BERT-large and MiniLM"
 
 
@@ -115,8 +93,7 @@ def check_houlsby_count(count_houlsby):
 def check_kron(kron):
     """kron(A, B) -> the Kronecker product, written without torch.kron."""
     gen = torch.Generator().manual_seed(2)
-    A = torch.randn(2, 3, generator=gen, dtype=torch.float64)
-    B = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    A, B = _randn(gen, 2, 3), _randn(gen, 4, 5)
     expected = torch.kron(A, B)
     with _refused(KRON, "the exercise is to write it without torch.kron (or np.kron): build each block "
                         "A[i, j] * B yourself (a loop, or broadcasting), then put the blocks in place"):
@@ -129,16 +106,6 @@ def check_kron(kron):
     raise Hint("block (i, j) of the result should be A[i, j] * B")
 
 
-def _phm_reference(n, p, q, gen):
-    x = torch.randn(2, n * p, generator=gen, dtype=torch.float64)
-    A = torch.randn(n, n, n, generator=gen, dtype=torch.float64)
-    B = torch.randn(n, p, q, generator=gen, dtype=torch.float64)
-    layer = PHMLinear(n * p, n * q, n, bias=False).double()
-    with torch.no_grad():
-        layer.rule.copy_(A), layer.B.copy_(B)
-        return x, A, B, layer.forward_materialized(x)
-
-
 def check_phm_forward(phm_forward):
     """phm_forward(x, A, B) -> x @ sum_i kron(A_i, B_i), computed without building the (in, out) matrix.
 
@@ -149,7 +116,11 @@ def check_phm_forward(phm_forward):
     while W has 1,920."""
     n, p, q = 4, 12, 10
     gen = torch.Generator().manual_seed(3)
-    x, A, B, expected = _phm_reference(n, p, q, gen)
+    x, A, B = _randn(gen, 2, n * p), _randn(gen, n, n, n), _randn(gen, n, p, q)
+    layer = PHMLinear(n * p, n * q, n, bias=False).double()
+    with torch.no_grad():
+        layer.rule.copy_(A), layer.B.copy_(B)
+        expected = layer.forward_materialized(x)
     watch = _LargestTensor()
     with _refused(KRON, "that builds W (a Kronecker product of A_i and B_i is a W-sized matrix): reshape x "
                         "into n blocks of in/n, multiply each by B_i, and mix the blocks with A_i"), watch:
@@ -174,15 +145,14 @@ def check_compacter_count(count_compacter):
         per_adapter = sum(p.numel() for layer in one for name, p in layer.named_parameters() if name != "rule")
         expected = adapters * per_adapter + n ** 3
         got = _count(_call(count_compacter, d, m, n, adapters), "the count")
-        if got == expected:
-            continue
-        if got - adapters * per_adapter in (adapters * n ** 3, 2 * adapters * n ** 3):  # a rule per adapter/layer
-            raise Hint("Compacter shares one rule A across all layers: count its n³ weights once")
-        if got == adapters * per_adapter:
-            raise Hint("the shared rule A (n³ weights) is trained too")
-        if got == expected - adapters * (d + m):
-            raise Hint("the projections' biases are missing")
-        raise Hint(f"for d={d}, m={m}, n={n}, {adapters} adapters your count is off by {got - expected:+,}")
+        if got != expected:
+            once = "Compacter shares one rule A across all layers: count its n³ weights once"
+            _first_slip(lambda slip: got == slip, [
+                (adapters * per_adapter + adapters * n ** 3, once),  # a rule per adapter
+                (adapters * per_adapter + 2 * adapters * n ** 3, once),  # a rule per layer
+                (adapters * per_adapter, "the shared rule A (n³ weights) is trained too"),
+                (expected - adapters * (d + m), "the projections' biases are missing"),
+            ], f"for d={d}, m={m}, n={n}, {adapters} adapters your count is off by {got - expected:+,}")
     return "matches adapterlab's PHM layers (rank-1 factors, one shared rule)"
 
 
@@ -193,10 +163,10 @@ def check_prompt_inputs(prepend_prompt):
     mask (b, L) with n ones in front): what the frozen model reads under prompt tuning."""
     gen = torch.Generator().manual_seed(6)
     for b, L, d, n in ((2, 5, 8, 3), (3, 7, 4, 1), (1, 4, 6, 5)):
-        embeds = torch.randn(b, L, d, generator=gen, dtype=torch.float64)
+        embeds = _randn(gen, b, L, d)
         mask = (torch.rand(b, L, generator=gen) > 0.3).long()
         mask[:, 0] = 1  # padded sequences: the input's own mask has zeros that must survive
-        P = torch.randn(n, d, generator=gen, dtype=torch.float64)
+        P = _randn(gen, n, d)
         out = _call(prepend_prompt, embeds.clone(), mask.clone(), P.clone())
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise Hint(f"return two things, (embeddings, attention mask); got {_describe(out)}")
@@ -230,7 +200,7 @@ def check_hadamard_transform(hadamard_transform):
 
     gen = torch.Generator().manual_seed(7)
     for shape in ((1,), (2,), (8,), (3, 64)):
-        v = torch.randn(*shape, generator=gen, dtype=torch.float64)
+        v = _randn(gen, *shape)
         L = shape[-1]
         H = hadamard_matrix(L, dtype=torch.float64)
         expected = v @ H  # H is symmetric: (H v) for each row v
@@ -241,14 +211,13 @@ def check_hadamard_transform(hadamard_transform):
         if L >= 64 and watch.largest >= L * L:
             raise Hint(f"a tensor inside your function has {watch.largest:,} entries, as many as H ({L} x {L}): "
                        "that is building H. Combine pairs (a + b, a - b) at distance 1, 2, 4, ... instead")
-        if _same(out, expected):
-            continue
-        if L > 1 and _same(out, expected / L ** 0.5):
-            raise Hint("this H is unnormalised (entries +-1, H H = L I): do not divide by sqrt(L)")
-        if _same(out, v):
-            raise Hint("H v mixes every entry of v: combine pairs (a + b, a - b) at distance 1, 2, 4, ...")
-        raise Hint(f"for v of shape {tuple(shape)} your result differs from H v (H: Sylvester's Walsh-Hadamard "
-                   "matrix, entries +-1)")
+        if not _same(out, expected):
+            _first_slip(lambda slip: _same(out, slip), [
+                (expected / L ** 0.5 if L > 1 else None,
+                 "this H is unnormalised (entries +-1, H H = L I): do not divide by sqrt(L)"),
+                (v, "H v mixes every entry of v: combine pairs (a + b, a - b) at distance 1, 2, 4, ..."),
+            ], f"for v of shape {tuple(shape)} your result differs from H v (H: Sylvester's Walsh-Hadamard "
+               "matrix, entries +-1)")
     return "matches H v for lengths 1 to 64, and no tensor as large as H was made"
 
 
@@ -257,55 +226,35 @@ def check_lora_merge(merge_lora):
     A: r x in, B: out x r), so that serving costs what the base model costs."""
     gen = torch.Generator().manual_seed(8)
     for out_f, in_f, r, alpha in ((6, 4, 2, 16.0), (5, 7, 3, 8.0), (3, 3, 1, 1.0)):
-        W = torch.randn(out_f, in_f, generator=gen, dtype=torch.float64)
-        A = torch.randn(r, in_f, generator=gen, dtype=torch.float64)
-        B = torch.randn(out_f, r, generator=gen, dtype=torch.float64)
+        W, A, B = _randn(gen, out_f, in_f), _randn(gen, r, in_f), _randn(gen, out_f, r)
         expected = W + alpha / r * B @ A
         got = _call(merge_lora, W.clone(), A.clone(), B.clone(), alpha)
         _shape(got, expected, f"the merged weight for out={out_f}, in={in_f}, r={r}")
-        if _same(got, expected):
-            continue
-        if _same(got, W + B @ A) and alpha != r:
-            raise Hint("scale the update: LoRA adds (alpha / r) B A, not B A")
-        if _same(got, W + alpha * B @ A) and r > 1:
-            raise Hint("divide by the rank r too: the scale is alpha / r")
-        if _same(got, W):
-            raise Hint("the update B A is missing: add (alpha / r) B A to W")
-        raise Hint(f"for out={out_f}, in={in_f}, r={r}, alpha={alpha:g} your matrix differs from W + (alpha / r) B A")
+        if not _same(got, expected):
+            _first_slip(lambda slip: _same(got, slip), [
+                (W + B @ A if alpha != r else None, "scale the update: LoRA adds (alpha / r) B A, not B A"),
+                (W + alpha * B @ A if r > 1 else None, "divide by the rank r too: the scale is alpha / r"),
+                (W, "the update B A is missing: add (alpha / r) B A to W"),
+            ], f"for out={out_f}, in={in_f}, r={r}, alpha={alpha:g} your matrix differs from W + (alpha / r) B A")
     return "matches W + (alpha / r) B A for three shapes and scales (what adapterlab.methods.lora.merge computes)"
 
 
 # ------------------------------------------------------------------ 03: what trains
 
-def _tiny_bert(dropout=0.1):
-    from transformers import BertConfig, BertForSequenceClassification
-
-    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16, num_labels=3,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-    torch.manual_seed(0)
-    return BertForSequenceClassification(config)
-
-
 def check_choose_trainable(choose_trainable):
     """choose_trainable(model): on a model with Houlsby adapters inserted, set requires_grad as the method does."""
-    from ..methods.inject import adapt
-
-    reference = adapt(_tiny_bert(), "houlsby", bottleneck=4)
-    expected = {n for n, p in reference.named_parameters() if p.requires_grad}
-    model = adapt(_tiny_bert(), "houlsby", bottleneck=4)
+    expected = {n for n, p in _tiny_bert("houlsby", bottleneck=4).named_parameters() if p.requires_grad}
+    model = _tiny_bert("houlsby", bottleneck=4)
     model.requires_grad_(True)  # undo adapt's choice: the student makes it
     _call(choose_trainable, model)
     got = {n for n, p in model.named_parameters() if p.requires_grad}
     if got == expected:
         return "the same parameters train as with al.adapt(model, 'houlsby')"
     missing, extra = expected - got, got - expected
-    if any("classifier" in n for n in missing):
-        raise Hint("the classification head is new: it must train")
-    if any("LayerNorm" in n for n in missing):
-        raise Hint("Houlsby trains the LayerNorms as well as the adapters")
-    if any(".adapter." in n for n in missing):
-        raise Hint("some adapter parameters are frozen")
+    _first_slip(lambda part: any(part in n for n in missing), [
+        ("classifier", "the classification head is new: it must train"),
+        ("LayerNorm", "Houlsby trains the LayerNorms as well as the adapters"),
+        (".adapter.", "some adapter parameters are frozen")])
     if extra:
         raise Hint(f"{len(extra)} base parameters still train (e.g. {sorted(extra)[0]}); freeze them")
     raise Hint("the trainable set differs from the method's")
@@ -342,9 +291,7 @@ def check_train_step(train_step):
     trainable parameters only. Checked over two steps against the same steps taken by torch.optim on a
     copy of the model (dropout off, so both see the same function): the parameters must land where one
     real step puts them, not merely move."""
-    from ..methods.inject import adapt
-
-    model = adapt(_tiny_bert(dropout=0.0), "houlsby", bottleneck=4).train()
+    model = _tiny_bert("houlsby", dropout=0.0, bottleneck=4).train()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}  # before the student can change it
     gen = torch.Generator().manual_seed(4)

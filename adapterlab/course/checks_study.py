@@ -6,8 +6,7 @@ import numpy as np
 import torch
 
 from ..nn.layers import BottleneckAdapter
-from .checking import Hint, _call, _count, _describe, _number
-from .checks_methods import _tiny_bert
+from .checking import Hint, _call, _close, _count, _describe, _first_slip, _number, _tiny_bert
 
 # ------------------------------------------------------------------ 04: layer removal
 
@@ -36,39 +35,31 @@ def check_block_evaluations(count_block_evaluations):
     return "matches removal.span_block_evaluations for 6, 12 and 24 blocks"
 
 
-class _OneBatch:
+class _OneBatch(list):
     """What removal.span_logits iterates over: batches with "index", and the split's labels."""
 
-    def __init__(self, inputs, labels):
+    def __init__(self, inputs, n):
         import datasets
 
-        self.inputs, self.split = inputs, datasets.Dataset.from_dict({"label": labels.tolist()})
-
-    def __iter__(self):
-        yield {**self.inputs, "index": torch.arange(len(self.split))}
-
-
-def _model_with_trained_adapters():
-    """A tiny BERT with Houlsby adapters whose weights are far from the identity init, so removal matters."""
-    from ..methods.inject import adapt
-
-    model = adapt(_tiny_bert(), "houlsby", bottleneck=4).eval()
-    gen = torch.Generator().manual_seed(5)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if ".adapter." in name:
-                p.copy_(0.5 * torch.randn(p.shape, generator=gen))
-    inputs = {"input_ids": torch.randint(0, 64, (6, 8), generator=gen), "attention_mask": torch.ones(6, 8, dtype=torch.long)}
-    return model, inputs
+        super().__init__([{**inputs, "index": torch.arange(n)}])
+        self.split = datasets.Dataset.from_dict({"label": [0] * n})
 
 
 def check_naive_spans(removal_logits):
     """removal_logits(model, inputs) -> {(i, j): logits with the adapters of blocks i..j switched off}."""
     from ..training.removal import span_logits
 
-    model, inputs = _model_with_trained_adapters()
-    expected, _, L = span_logits(model, _OneBatch(inputs, torch.zeros(6, dtype=torch.long)), cached=True)
-    full = torch.as_tensor(expected.pop(None))
+    # Houlsby adapters whose weights are far from the identity init, so that removal matters
+    model = _tiny_bert("houlsby", bottleneck=4).eval()
+    gen = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".adapter." in name:
+                p.copy_(0.5 * torch.randn(p.shape, generator=gen))
+    inputs = {"input_ids": torch.randint(0, 64, (6, 8), generator=gen), "attention_mask": torch.ones(6, 8, dtype=torch.long)}
+    expected, _, L = span_logits(model, _OneBatch(inputs, 6), cached=True)
+    expected = {span: torch.as_tensor(x).double() for span, x in expected.items()}
+    full = expected.pop(None)
     got = _call(removal_logits, model, inputs)
     if not isinstance(got, dict):
         raise Hint("return a dict {(first_layer, last_layer): logits}")
@@ -77,16 +68,15 @@ def check_naive_spans(removal_logits):
         raise Hint(f"expected the {len(spans)} spans (i, j) with 0 <= i <= j < {L}; got {len(got)} keys "
                    f"(e.g. missing {sorted(spans - set(got))[:2]}, extra {sorted(set(got) - spans)[:2]})")
     got = {span: torch.as_tensor(x).double() for span, x in got.items()}
-    if all(torch.allclose(got[span], full.double(), atol=1e-6) for span in spans):
+    if all(torch.allclose(got[span], full, atol=1e-6) for span in spans):
         raise Hint("every span gives the logits of the full model: switch the adapters off inside "
                    "`with inject.adapters_disabled(model, layers=...)`")
     # fp32 forward passes of order-one logits; cached and naive agree far inside 1e-5
-    wrong = [span for span in spans if not torch.allclose(got[span], torch.as_tensor(expected[span]).double(),
-                                                          atol=1e-5)]
+    wrong = [span for span in spans if not torch.allclose(got[span], expected[span], atol=1e-5)]
     if not wrong:
         return "every span matches the cached-prefix evaluation (removal.span_logits)"
     i, j = wrong[0]
-    if j > i and torch.allclose(got[(i, j)], torch.as_tensor(expected[(i, j - 1)]).double(), atol=1e-5):
+    if j > i and torch.allclose(got[(i, j)], expected[(i, j - 1)], atol=1e-5):
         raise Hint("the span [i, j] includes block j: range(i, j + 1)")
     raise Hint(f"span {wrong[0]} differs from the cached evaluation; is the model in eval mode (no dropout)?")
 
@@ -116,25 +106,22 @@ def check_relative_change(relative_change):
             raise Hint(f"return one number for the whole input (a float), not {_describe(got)}: take one norm "
                        "over every token, ||adapter(h) - h|| / ||h||")
         got = _number(got, "the relative change")
-        if abs(got - expected) <= 1e-9 * max(expected, 1e-30):  # float64: agreement to rounding
+        if _close(got, expected):  # float64: agreement to rounding
             continue
         with torch.no_grad():
             out = adapter(h)
-            if abs(got - (out.norm() / h.norm()).item()) < 1e-9:
-                raise Hint("measure the change the adapter makes, adapter(h) - h, not its output")
-            if abs(got - (out - h).norm().item()) < 1e-9 * (out - h).norm().item():
-                raise Hint("relative: divide by the size of the input, ||h||")
-            if abs(got - ((out - h).norm(dim=-1) / h.norm(dim=-1)).mean().item()) < 1e-9:
-                raise Hint("take one norm over all tokens (as the notebook's figure does), not a mean per token")
-        raise Hint(f"at init std {std:g} your value is {got:.3g} times what it should be "
-                   f"({got / expected:.3g} x)" if expected else "the value is off")
+        _first_slip(lambda slip: _close(got, slip.item()), [
+            (out.norm() / h.norm(), "measure the change the adapter makes, adapter(h) - h, not its output"),
+            ((out - h).norm(), "relative: divide by the size of the input, ||h||"),
+            (((out - h).norm(dim=-1) / h.norm(dim=-1)).mean(),
+             "take one norm over all tokens (as the notebook's figure does), not a mean per token"),
+        ], f"at init std {std:g} your value is {got:.3g} times what it should be "
+           f"({got / expected:.3g} x)" if expected else "the value is off")
     return "matches ||adapter(h) - h|| / ||h|| at stds 1e-3, 1e-1 and 1"
 
 
 def check_deviation_exponent(exponent):
     """exponent: p in  relative change ∝ std^p  for small init stds (predict it, then measure it)."""
-    import numpy as np
-
     stds = np.logspace(-5, -3, 5)
     h = torch.randn(4, 7, 64, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
     change = [_relative_change_reference(_adapter_at(s), h) for s in stds]
@@ -182,47 +169,40 @@ def check_collapsed(count_collapsed):
     if len(set(answers)) == 1:
         raise Hint(f"you answer {answers[0]} for three different tables: count the rows of `df` whose value "
                    f"ends less than {points} above its baseline")
-    for df, got, right in zip(tables, answers, expected):
-        if got == right:
-            continue
-        above = df["value"] - df["baseline"]
-        if got == int((df["value"] == df["baseline"]).sum()):
-            raise Hint(f"a collapsed run may end a little above or below the majority class: allow {points}")
-        if got == int((~df["converged"]).sum()):
-            raise Hint("'not converged' is another verdict: collapse is about the final score")
-        if got == int((above.abs() < 0.1).sum()) or got == int((above < 0.1).sum()):
-            raise Hint(f"{COLLAPSE * 100:g} points is {COLLAPSE:g} in these fractions")
-        if got == int((above < 0.01).sum()):
-            raise Hint(f"the rule is {points} above the majority class (stats.COLLAPSE), not one point")
-        if got == int((above.abs() < COLLAPSE).sum()):
-            raise Hint("a run that ends below the majority class has collapsed too: no absolute value")
-        raise Hint(f"on a table whose majority class is {df['baseline'].iloc[0]:g} your count is {got}: compare "
-                   "each run's value with the `baseline` column of its own row (the majority class differs "
-                   "between tasks), not with a fixed number")
-    raise Hint("the count differs from the rule's")  # not reached: some table differed
+    df, got = next((df, got) for df, got, right in zip(tables, answers, expected) if got != right)
+    above = df["value"] - df["baseline"]
+    fractions = f"{COLLAPSE * 100:g} points is {COLLAPSE:g} in these fractions"
+    _first_slip(lambda rows: got == int(rows.sum()), [
+        (df["value"] == df["baseline"],
+         f"a collapsed run may end a little above or below the majority class: allow {points}"),
+        (~df["converged"], "'not converged' is another verdict: collapse is about the final score"),
+        (above.abs() < 0.1, fractions),
+        (above < 0.1, fractions),
+        (above < 0.01, f"the rule is {points} above the majority class (stats.COLLAPSE), not one point"),
+        (above.abs() < COLLAPSE, "a run that ends below the majority class has collapsed too: no absolute value"),
+    ], f"on a table whose majority class is {df['baseline'].iloc[0]:g} your count is {got}: compare "
+       "each run's value with the `baseline` column of its own row (the majority class differs "
+       "between tasks), not with a fixed number")
 
 
 # ------------------------------------------------------------------ 06: parameters vs performance
 
 def check_percent_trained(percent_trained):
     """percent_trained(model) -> 100 x trainable parameters / parameters of the base model (no head, no adapters)."""
-    from ..methods.inject import adapt
     from ..methods.params import count_parameters
 
     for method in ("houlsby", "compacter", "bitfit", "layernorm"):
-        model = adapt(_tiny_bert(), method)
+        model = _tiny_bert(method)
         expected = count_parameters(model).percent
         got = _number(_call(percent_trained, model), "the percentage")
-        if abs(got - expected) <= 1e-9 * expected:
+        if _close(got, expected):
             continue
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-        total = sum(p.numel() for p in model.parameters())
-        if abs(got - expected / 100) <= 1e-9 * expected:
-            raise Hint("a percentage: multiply the fraction by 100")
-        if abs(got - 100 * trainable / total) <= 1e-9 * expected:
-            raise Hint("divide by the base model's size: the adapters and the new classification head are not "
-                       "part of it (see al.count_parameters)")
-        raise Hint(f"for {method} your value is {got:.4f} %; count only parameters with requires_grad")
+        _first_slip(lambda slip: _close(got, slip), [
+            (expected / 100, "a percentage: multiply the fraction by 100"),
+            (100 * trainable / sum(p.numel() for p in model.parameters()), "divide by the base model's size: the "
+             "adapters and the new classification head are not part of it (see al.count_parameters)"),
+        ], f"for {method} your value is {got:.4f} %; count only parameters with requires_grad")
     return "matches al.count_parameters(model).percent for Houlsby, Compacter, BitFit and LayerNorm"
 
 
@@ -276,10 +256,12 @@ def check_smallest_within(smallest_within):
 
 # ------------------------------------------------------------------ 07: low resource
 
+def _indices(subset):
+    return set(np.asarray(subset).ravel().tolist())
+
+
 def check_nested_subsets(nested_subsets):
     """nested_subsets(n, sizes, seed) -> {size: indices}: seeded random subsets, each inside the larger ones."""
-    import numpy as np
-
     n, sizes = 500, (10, 50, 200)
     got = _call(nested_subsets, n, sizes, 0)
     if not isinstance(got, dict) or set(got) != set(sizes):
@@ -293,15 +275,15 @@ def check_nested_subsets(nested_subsets):
             raise Hint(f"the subset for size {size} repeats examples: draw without replacement")
         if idx.min() < 0 or idx.max() >= n:
             raise Hint(f"indices must lie in 0..{n - 1}")
-        sets[size] = set(idx.tolist())
+        sets[size] = _indices(idx)
     if not all(sets[a] <= sets[b] for a, b in zip(sizes, sizes[1:])):
         raise Hint("a smaller subset must lie inside every larger one: take prefixes of one permutation")
     if sets[sizes[0]] == set(range(sizes[0])):
         raise Hint("the subsets are the first rows of the split, not a random draw")
     again, other = _call(nested_subsets, n, sizes, 0), _call(nested_subsets, n, sizes, 1)
-    if any(set(np.asarray(again[s]).ravel().tolist()) != sets[s] for s in sizes):
+    if any(_indices(again[s]) != sets[s] for s in sizes):
         raise Hint("the same seed must give the same subsets")
-    if set(np.asarray(other[sizes[-1]]).ravel().tolist()) == sets[sizes[-1]]:
+    if _indices(other[sizes[-1]]) == sets[sizes[-1]]:
         raise Hint("another seed should draw other subsets")
     return "seeded, without repeats, and nested (tasks.subsample takes prefixes of one permutation)"
 
@@ -355,7 +337,7 @@ def check_better_beyond_noise(sizes_better):
         got = sorted(_count(size, "each size") for size in got)
         if got == expected:
             continue
-        slips = [  # (what the slip gives, its hint)
+        _first_slip(lambda slipped: got == slipped, [  # (what the slip gives, its hint)
             (_sizes_where(df, method, lambda a, b: a.mean() > b.mean()),
              "a higher mean is not enough: the difference must be beyond the noise of the seeds"),
             (_sizes_where(df, method, paired, by_seed=False),
@@ -366,13 +348,10 @@ def check_better_beyond_noise(sizes_better):
              "of the per-seed differences (stats.paired), not the two groups' separate variances"),
             (_sizes_where(df, method, lambda a, b: stats.paired(a, b).estimate > 2 * stats.paired(a, b).se),
              "with 3 seeds the 95% interval is the mean difference ± t_{0.975, 2} x SE = 4.30 SE, not 2 SE "
-             "(scipy.stats.t.ppf(0.975, n - 1), or stats.paired(a, b).ci(0.95))")]
-        for slipped, hint in slips:
-            if got == slipped:
-                raise Hint(hint)
-        raise Hint(f"for method {method!r} your sizes differ from the rule's: per size, take each seed's "
-                   "difference (method - full), then mean ± t_{0.975, n-1} x sd / √n, and keep the size when "
-                   "the whole interval is above zero")
+             "(scipy.stats.t.ppf(0.975, n - 1), or stats.paired(a, b).ci(0.95))"),
+        ], f"for method {method!r} your sizes differ from the rule's: per size, take each seed's "
+           "difference (method - full), then mean ± t_{0.975, n-1} x sd / √n, and keep the size when "
+           "the whole interval is above zero")
     return "the same sizes as adapterlab.experiments.stats.paired (95% interval by seed) for two methods on a shuffled table"
 
 
@@ -383,18 +362,6 @@ def _stream_matrix(T, gen):
     for i in range(T):
         m[i, i:] = gen.uniform(0.3, 0.95, T - i)
     return m
-
-
-def _vector(value, n, what):
-    """`value` as a float array of n entries, or a hint naming what was expected."""
-    try:
-        array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=float)
-    except (TypeError, ValueError):
-        raise Hint(f"{what} should be a list or array of numbers, got {_describe(value)}") from None
-    if array.shape != (n,):
-        raise Hint(f"{what} should hold {n} numbers (one per task that had time to forget), got shape "
-                   f"{array.shape}")
-    return array
 
 
 def check_stream_forgetting(forgetting):
@@ -410,20 +377,25 @@ def check_stream_forgetting(forgetting):
             raise Hint(f"return the T - 1 drops as a list or array, got {_describe(got)}")
         if len(got) == T:
             raise Hint("the last task has had no time to forget: return only the first T - 1 tasks' drops")
-        got = _vector(got, T - 1, "the answer")
-        if np.allclose(got, expected, atol=1e-12):
+        try:
+            drops = np.asarray(got.detach().cpu() if isinstance(got, torch.Tensor) else got, dtype=float)
+        except (TypeError, ValueError):
+            raise Hint(f"the answer should be a list or array of numbers, got {_describe(got)}") from None
+        if drops.shape != (T - 1,):
+            raise Hint(f"the answer should hold {T - 1} numbers (one per task that had time to forget), got shape "
+                       f"{drops.shape}")
+        if np.allclose(drops, expected, atol=1e-12):
             continue
-        if np.allclose(got, 0):
-            raise Hint("all zeros is what a learner with perfect memory shows, not this matrix: take the "
-                       "diagonal minus the last column")
-        if np.allclose(got, -expected, atol=1e-12):
-            raise Hint("the sign: forgetting is the score right after its own training minus the final score "
-                       "(positive = forgotten)")
-        if np.allclose(got, np.nanmax(m, axis=1)[:-1] - m[:-1, -1], atol=1e-12):
-            raise Hint("start from the score right after the task's own training (the diagonal), not its best score")
-        if np.allclose(got, (m[:, 0] - m[:, -1])[:-1], equal_nan=True):
-            raise Hint("a task is first scored when it arrives (the diagonal); column 0 holds only the first task")
-        raise Hint(f"for a {T} x {T} matrix your drops differ from the diagonal minus the last column")
+        _first_slip(lambda slip: np.allclose(drops, slip, atol=1e-12, equal_nan=True), [
+            (0, "all zeros is what a learner with perfect memory shows, not this matrix: take the "
+                "diagonal minus the last column"),
+            (-expected, "the sign: forgetting is the score right after its own training minus the final score "
+                        "(positive = forgotten)"),
+            (np.nanmax(m, axis=1)[:-1] - m[:-1, -1],
+             "start from the score right after the task's own training (the diagonal), not its best score"),
+            ((m[:, 0] - m[:, -1])[:-1],
+             "a task is first scored when it arrives (the diagonal); column 0 holds only the first task"),
+        ], f"for a {T} x {T} matrix your drops differ from the diagonal minus the last column")
     return "the diagonal minus the last column, for every task but the last, on matrices of 2 to 7 tasks"
 
 
@@ -436,13 +408,11 @@ def check_storage_ratio(storage_ratio):
         n = int(gen.integers(2, 40))
         expected = n * model / (model + n * adapter)
         got = _number(_call(storage_ratio, model, adapter, n), "the ratio")
-        if abs(got - expected) <= 1e-9 * expected:
+        if _close(got, expected):
             continue
-        if abs(got - model / adapter) <= 1e-9 * (model / adapter):
-            raise Hint("count the base model too: the adapters need one base plus their own files")
-        if abs(got - 1 / expected) <= 1e-9 / expected:
-            raise Hint("the other way round: the copies' bytes divided by the base's plus the adapters'")
-        if abs(got - n) <= 1e-9 * n:
-            raise Hint("the adapters are not free: add n adapter files to the one base")
-        raise Hint(f"for a model of {model:.0f} bytes, adapters of {adapter:.0f} and {n} tasks your ratio is {got:.4g}")
+        _first_slip(lambda slip: _close(got, slip), [
+            (model / adapter, "count the base model too: the adapters need one base plus their own files"),
+            (1 / expected, "the other way round: the copies' bytes divided by the base's plus the adapters'"),
+            (n, "the adapters are not free: add n adapter files to the one base"),
+        ], f"for a model of {model:.0f} bytes, adapters of {adapter:.0f} and {n} tasks your ratio is {got:.4g}")
     return "n copies against one base plus n adapters, for six random sizes and task counts"

@@ -21,44 +21,41 @@ wrong type gets a hint naming the type expected.
 `EXERCISES` lists every exercise with its one-line statement.
 """
 import copy
+import json
+import re
+from pathlib import Path
 
+from . import checks_methods as methods, checks_study as study
 from .checking import Hint, Result, _stub
-from .checks_methods import (
-    check_adapter_forward, check_identity_init, check_houlsby_count, check_kron, check_phm_forward,
-    check_compacter_count, check_prompt_inputs, check_hadamard_transform, check_lora_merge,
-    check_choose_trainable, check_train_step,
-)
-from .checks_study import (
-    check_block_evaluations, check_naive_spans, check_relative_change, check_deviation_exponent,
-    check_collapsed, check_percent_trained, check_smallest_within, check_nested_subsets,
-    check_better_beyond_noise, check_stream_forgetting, check_storage_ratio,
-)
 
 EXERCISES = {
-    "01.adapter_forward": (check_adapter_forward, "write the adapter's forward pass"),
-    "01.identity_init": (check_identity_init, "initialise an adapter that is exactly the identity and can still learn"),
-    "01.houlsby_count": (check_houlsby_count, "count Houlsby adapter parameters by formula"),
-    "02.kron": (check_kron, "write the Kronecker product by hand"),
-    "02.phm_forward": (check_phm_forward, "the PHM forward pass without building W"),
-    "02.compacter_count": (check_compacter_count, "count Compacter's parameters"),
-    "02.prompt_inputs": (check_prompt_inputs, "what the frozen model reads under prompt tuning"),
-    "02.hadamard_transform": (check_hadamard_transform, "the fast Walsh-Hadamard transform, without building H"),
-    "02.lora_merge": (check_lora_merge, "fold LoRA's update into the weight"),
-    "03.choose_trainable": (check_choose_trainable, "choose which parameters train for Houlsby adapters"),
-    "03.train_step": (check_train_step, "one optimizer step that leaves the base unchanged"),
-    "04.block_evaluations": (check_block_evaluations, "count the block evaluations of the naive and the cached loop"),
-    "04.naive_spans": (check_naive_spans, "write the naive span-removal loop"),
-    "05.relative_change": (check_relative_change, "measure how far an adapter moves its input at init"),
-    "05.deviation_exponent": (check_deviation_exponent, "predict how that change grows with the init std"),
-    "05.collapsed": (check_collapsed, "count the runs that collapsed to the majority class"),
-    "06.percent_trained": (check_percent_trained, "the share of parameters a method trains"),
-    "06.smallest_within": (check_smallest_within, "the smallest method within a point of full fine-tuning"),
-    "07.nested_subsets": (check_nested_subsets, "nested, seeded training subsets"),
-    "07.better_beyond_noise": (check_better_beyond_noise, "where an adapter beats full fine-tuning beyond the "
-                               "noise of the seeds (paired by seed)"),
-    "08.forgetting": (check_stream_forgetting, "forgetting per task from a stream's accuracy matrix"),
-    "08.storage_ratio": (check_storage_ratio, "how many times the bytes n fine-tuned copies take against one base "
-                         "plus n adapters"),
+    "01.adapter_forward": (methods.check_adapter_forward, "write the adapter's forward pass"),
+    "01.identity_init": (methods.check_identity_init,
+                         "initialise an adapter that is exactly the identity and can still learn"),
+    "01.houlsby_count": (methods.check_houlsby_count, "count Houlsby adapter parameters by formula"),
+    "02.kron": (methods.check_kron, "write the Kronecker product by hand"),
+    "02.phm_forward": (methods.check_phm_forward, "the PHM forward pass without building W"),
+    "02.compacter_count": (methods.check_compacter_count, "count Compacter's parameters"),
+    "02.prompt_inputs": (methods.check_prompt_inputs, "what the frozen model reads under prompt tuning"),
+    "02.hadamard_transform": (methods.check_hadamard_transform,
+                              "the fast Walsh-Hadamard transform, without building H"),
+    "02.lora_merge": (methods.check_lora_merge, "fold LoRA's update into the weight"),
+    "03.choose_trainable": (methods.check_choose_trainable, "choose which parameters train for Houlsby adapters"),
+    "03.train_step": (methods.check_train_step, "one optimizer step that leaves the base unchanged"),
+    "04.block_evaluations": (study.check_block_evaluations,
+                             "count the block evaluations of the naive and the cached loop"),
+    "04.naive_spans": (study.check_naive_spans, "write the naive span-removal loop"),
+    "05.relative_change": (study.check_relative_change, "measure how far an adapter moves its input at init"),
+    "05.deviation_exponent": (study.check_deviation_exponent, "predict how that change grows with the init std"),
+    "05.collapsed": (study.check_collapsed, "count the runs that collapsed to the majority class"),
+    "06.percent_trained": (study.check_percent_trained, "the share of parameters a method trains"),
+    "06.smallest_within": (study.check_smallest_within, "the smallest method within a point of full fine-tuning"),
+    "07.nested_subsets": (study.check_nested_subsets, "nested, seeded training subsets"),
+    "07.better_beyond_noise": (study.check_better_beyond_noise, "where an adapter beats full fine-tuning beyond "
+                               "the noise of the seeds (paired by seed)"),
+    "08.forgetting": (study.check_stream_forgetting, "forgetting per task from a stream's accuracy matrix"),
+    "08.storage_ratio": (study.check_storage_ratio, "how many times the bytes n fine-tuned copies take against one "
+                         "base plus n adapters"),
 }
 
 
@@ -104,19 +101,12 @@ def exercise_cells(nb):
 
 def read_solutions(path):
     """{exercise name: source} from a solutions file (sections start with MARKER)."""
-    solutions, name = {}, None
-    for line in open(path, encoding="utf-8").read().splitlines():
-        if line.startswith(MARKER):
-            name = line[len(MARKER):].strip()
-            solutions[name] = []
-        elif name is not None:
-            solutions[name].append(line)
-    return {n: "\n".join(lines).strip() + "\n" for n, lines in solutions.items()}
+    parts = re.split(rf"^{re.escape(MARKER)}(.*)$", Path(path).read_text(encoding="utf-8"), flags=re.M)
+    return {name.strip(): source.strip() + "\n" for name, source in zip(parts[1::2], parts[2::2])}
 
 
 def with_solutions(nb, solutions):
     """A copy of the notebook with every stub replaced by its solution (tagged "solution")."""
-
     nb = copy.deepcopy(nb)
     for name, cell in exercise_cells(nb):
         if name not in solutions:
@@ -129,9 +119,6 @@ def with_solutions(nb, solutions):
 
 def build_course(out, notebooks_dir=None):
     """Write out/student/ and out/solutions/ (every numbered notebook); returns the two folders."""
-    import json
-    from pathlib import Path
-
     notebooks_dir = Path(notebooks_dir or Path(__file__).resolve().parents[2] / "notebooks")
     student, solved = Path(out) / "student", Path(out) / "solutions"
     for folder in (student, solved):

@@ -62,11 +62,6 @@ def find_notebooks(notebooks_dir=None):
     return sorted(folder.glob(NOTEBOOK_GLOB))
 
 
-def _name(path):
-    """'04_layer_removal.ipynb' -> 'layer_removal'."""
-    return Path(path).stem.split("_", 1)[1]
-
-
 def select(notebooks, only=None):
     """The notebooks named in `only` ("04,05", "layer_removal", "4", "04_layer_removal.ipynb", or a
     list of these), in notebook order; all of them for None. An unknown name raises ValueError
@@ -78,7 +73,7 @@ def select(notebooks, only=None):
     for token in (t.strip() for t in wanted):
         if not token:
             continue
-        matches = [nb for nb in notebooks if token in (nb.name, nb.stem, _name(nb), nb.stem[:2])
+        matches = [nb for nb in notebooks if token in (nb.name, nb.stem, nb.stem.split("_", 1)[1], nb.stem[:2])
                    or (token.isdigit() and int(token) == int(nb.stem[:2]))]
         if not matches:
             choices = ", ".join(nb.stem for nb in notebooks) or "none found"
@@ -99,29 +94,17 @@ def build_dir(profile, out=None):
 # ---------------------------------------------------------------- one notebook (also in worker processes)
 
 @dataclass
-class Job:
-    notebook: str
-    output: str
-    parameters: dict
-    env: dict
-    cwd: str
-    timeout: int | None
-
-
-@dataclass
 class Outcome:
     notebook: str
     output: str
     ok: bool = False
     seconds: float = 0.0  # execution + HTML export
-    start: float = 0.0  # execution window (time.time()), to tell which files it wrote
-    end: float = 0.0
+    end: float = 0.0  # when execution ended (time.time()): the date of its timing
     cell: int | None = None  # 1-based position in the source notebook (markdown cells counted)
     exec_count: int | None = None  # the "In [n]" the cell had
     cell_source: str = ""
     error: str = ""  # ename: evalue
     error_tail: list = field(default_factory=list)  # the traceback's last lines, without colours
-    html: str | None = None
     log: str | None = None
     figures: list = field(default_factory=list)
     results: list = field(default_factory=list)
@@ -193,19 +176,18 @@ def _tail(lines, count=8):
 
 
 def run_notebook(job):
-    """Execute one notebook (papermill), export it to HTML and return an Outcome as a dict.
-
-    Picklable in and out so that worker processes can run it; never raises for a notebook error."""
+    """Execute one notebook (papermill), export it to HTML and return an Outcome as a dict. `job`: a dict
+    of notebook_jobs. Picklable in and out so that worker processes can run it; never raises for a
+    notebook error."""
     import nbformat
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
-    job = Job(**job) if isinstance(job, dict) else job
-    output = Path(job.output)
+    output = Path(job["output"])
     output.parent.mkdir(parents=True, exist_ok=True)
     log_path = output.with_suffix(".log")
     log_path.write_text("")
-    outcome = Outcome(notebook=job.notebook, output=str(output), log=str(log_path))
+    outcome = Outcome(notebook=job["notebook"], output=str(output), log=str(log_path))
 
     # papermill's own messages (unknown parameters, ...) go to the log too, not the terminal
     pm_logger = logging.getLogger("papermill")
@@ -215,12 +197,12 @@ def run_notebook(job):
     pm_logger.handlers, pm_logger.propagate = [handler], False
     pm_logger.setLevel(logging.INFO)
 
-    outcome.start = time.time()
+    start = time.time()
     try:
         pm.execute_notebook(
-            job.notebook, str(output), parameters=job.parameters, kernel_name=KERNEL, progress_bar=False,
-            cwd=job.cwd, execution_timeout=job.timeout, start_timeout=120,
-            kernel_manager_class=_kernel_manager(str(log_path), job.env),
+            job["notebook"], str(output), parameters=job["parameters"], kernel_name=KERNEL, progress_bar=False,
+            cwd=job["cwd"], execution_timeout=job["timeout"], start_timeout=120,
+            kernel_manager_class=_kernel_manager(str(log_path), job["env"]),
         )
         outcome.ok = True
     except PapermillExecutionError as error:
@@ -254,11 +236,11 @@ def run_notebook(job):
 
     if output.exists():  # the failed copy too: it shows where it stopped
         try:
-            outcome.html = str(export_html(output))
+            export_html(output)
         except Exception as error:
             with open(log_path, "a") as log:
                 log.write(f"HTML export failed: {type(error).__name__}: {error}\n")
-    outcome.seconds = time.time() - outcome.start
+    outcome.seconds = time.time() - start
     return asdict(outcome)
 
 
@@ -285,19 +267,28 @@ def _store_files(root, profile):
             for family in families.PLANNED}
 
 
-def write_tables_and_figures(profile, outcomes):
-    """The tables of the chosen notebooks' families, rebuilt from the store and written (tables.write),
-    then every registered figure redrawn from the tables (figures.redraw). Each file is credited to the
-    notebook of its family, as the registry names it (families.FAMILY_NOTEBOOK, figures.FIGURES)."""
+def collect_files(outcomes, profile, root, before, env):
+    """Credit each notebook with the files it wrote: its family's store file when that changed since
+    `before` (_store_files), then the tables of the chosen notebooks' families, rebuilt from the store and
+    written (tables.write), then every registered figure redrawn from the tables (figures.redraw). Each file
+    is credited to the notebook of its family, as the registry names it (families.FAMILY_NOTEBOOK,
+    figures.FIGURES)."""
     from ..report import figures, tables
 
+    after = _store_files(root, profile)
+    for o in outcomes:
+        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
+        if family and after[family] != before[family]:
+            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
     by_family = {families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem): o for o in outcomes if o["ok"]}
-    for family in families.FAMILIES:
-        if family in by_family:
-            by_family[family]["results"] += [str(p) for p in tables.write(tables.get(family, profile, progress=False),
-                                                                          profile)]
+    with _writing_where_kernels_do(env):
+        for family in families.FAMILIES:
+            if family in by_family:
+                by_family[family]["results"] += map(str, tables.write(tables.get(family, profile, progress=False),
+                                                                      profile))
+        drawn = figures.redraw(profile)
     stems = {stem: family for family, entry in figures.FIGURES.items() for stem in [*entry.png, *entry.html]}
-    for path in figures.redraw(profile):
+    for path in drawn:
         family = next((f for stem, f in stems.items() if Path(path).stem.startswith(stem)), None)
         owner = by_family.get("teaching" if family == "learning_curves" else family)
         if owner is not None:
@@ -305,12 +296,6 @@ def write_tables_and_figures(profile, outcomes):
 
 
 # ---------------------------------------------------------------- the steps of the command
-
-def _needs_gpu_message(profile):
-    return (f"the {profile!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and access to the "
-            f"Hugging Face hub, and no GPU is visible here. See what it would run with "
-            f"`python -m adapterlab regenerate --profile {profile} --dry-run`, or use --profile default (CPU, offline).")
-
 
 def kernel_env(profile, out=None, jobs=1):
     """What the kernels' environment adds to ours: KERNEL_ENV, ADAPTERLAB_PROFILE, ADAPTERLAB_OUT (with
@@ -331,22 +316,16 @@ def _writing_where_kernels_do(env):
     return mock.patch.dict(os.environ, {k: v for k, v in env.items() if k == "ADAPTERLAB_OUT"})
 
 
-def _planned_runs(profile, root):
-    """Print the training runs `profile` implies, with how many the store under `root` holds
-    (costs.dry_run, as a table rather than run by run); return their number."""
-    from ..experiments import costs
-
-    total = costs.dry_run(profile, verbose=False, root=root)["total"]
-    print(f"planned training runs: {total:,}")
-    return total
-
-
 def _trained_families(chosen):
     """The families (and 03's teaching runs, 08's stream) whose runs the chosen notebooks train."""
     return [families.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in families.NOTEBOOK_FAMILY]
 
 
 def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
+    """Print what would run, ending with the training runs `profile` implies and how many the store under
+    `root` holds (costs.dry_run, as a table rather than run by run)."""
+    from ..experiments import costs
+
     print(f"regenerate --profile {profile}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
           f"{jobs} at a time), parameters profile={profile!r} fresh={since or False!r}")
     for nb in chosen:
@@ -356,7 +335,7 @@ def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
           else "training first: nothing (no chosen notebook trains)")
     print(f"results -> {root / 'data' / 'results' / profile}, figures -> {root / 'figures' / profile}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
-    _planned_runs(profile, root)
+    print(f"planned training runs: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
     return 0
 
 
@@ -380,57 +359,42 @@ def train_first(profile, chosen, workers, since, env, progress):
 
 
 def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
-    """One Job per chosen notebook. Papermill injects `profile`, and `fresh`: the since time when this
-    run retrains (the kernels' stores then ignore the records the sweep ignored, and 04 scores again the
-    spans stored before it), else False."""
-    return [asdict(Job(notebook=str(nb), output=str(out_dir / nb.name), parameters=dict(profile=profile, fresh=since or False),
-                       env=env, cwd=str(notebooks_dir), timeout=timeout or None)) for nb in chosen]
+    """One job (what run_notebook takes: a picklable dict) per chosen notebook. Papermill injects `profile`,
+    and `fresh`: the since time when this run retrains (the kernels' stores then ignore the records the sweep
+    ignored, and 04 scores again the spans stored before it), else False."""
+    return [dict(notebook=str(nb), output=str(out_dir / nb.name), env=env, cwd=str(notebooks_dir),
+                 parameters=dict(profile=profile, fresh=since or False), timeout=timeout or None) for nb in chosen]
 
 
 def run_notebooks(todo, jobs, progress, desc):
-    """Each Job's Outcome (as a dict), in notebook order: one after the other, or `jobs` at a time in
+    """Each job's Outcome (as a dict), in notebook order: one after the other, or `jobs` at a time in
     worker processes (a worker that dies becomes a failed Outcome)."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(todo), unit="notebook", desc=desc, disable=not progress, file=sys.stderr,
-               dynamic_ncols=True)
-    outcomes = []
-    try:
+    with tqdm(total=len(todo), unit="notebook", desc=desc, disable=not progress, file=sys.stderr,
+              dynamic_ncols=True) as bar:
         if jobs == 1:
+            outcomes = []
             for job in todo:
                 bar.set_postfix_str(Path(job["notebook"]).stem)
                 outcomes.append(run_notebook(job))
                 bar.update(1)
-        else:
-            # spawn, not fork: the parent may hold torch threads and zmq sockets
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-                futures = {pool.submit(run_notebook, job): job for job in todo}
-                for future in as_completed(futures):
-                    try:
-                        outcome = future.result()
-                    except Exception as error:  # the worker itself died
-                        job = futures[future]
-                        outcome = asdict(Outcome(notebook=job["notebook"], output=job["output"],
-                                                 error=f"worker process failed: {type(error).__name__}: {error}"))
-                    outcomes.append(outcome)
-                    bar.set_postfix_str(Path(outcome["notebook"]).stem)
-                    bar.update(1)
-    finally:
-        bar.close()
+            return outcomes
+        # spawn, not fork: the parent may hold torch threads and zmq sockets
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+            futures = {pool.submit(run_notebook, job): job for job in todo}
+            outcomes = []
+            for future in as_completed(futures):
+                try:
+                    outcome = future.result()
+                except Exception as error:  # the worker itself died
+                    job = futures[future]
+                    outcome = asdict(Outcome(notebook=job["notebook"], output=job["output"],
+                                             error=f"worker process failed: {type(error).__name__}: {error}"))
+                outcomes.append(outcome)
+                bar.set_postfix_str(Path(outcome["notebook"]).stem)
+                bar.update(1)
     return sorted(outcomes, key=lambda o: o["notebook"])
-
-
-def collect_files(outcomes, profile, root, before, env):
-    """Credit each notebook with the files it wrote: its family's store file when that changed since
-    `before` (_store_files), then the family's tables and the figures, rebuilt from the store
-    (write_tables_and_figures)."""
-    after = _store_files(root, profile)
-    for o in outcomes:
-        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
-        if family and after[family] != before[family]:
-            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
-    with _writing_where_kernels_do(env):
-        write_tables_and_figures(profile, outcomes)
 
 
 def report(outcomes, root, out_dir, profile, since):
@@ -458,18 +422,18 @@ def _cuda_available():
 
 
 def _table(outcomes, root):
+    """The notebooks' status as a table (names and status left-aligned, numbers right-aligned), then the
+    files each wrote, relative to `root`."""
     rows = [("notebook", "status", "seconds", "figures", "results")]
+    rows += [(Path(o["notebook"]).stem, "ok" if o["ok"] else "FAILED", f"{o['seconds']:.1f}",
+              str(len(o["figures"])), str(len(o["results"]))) for o in outcomes]
+    widths = [max(map(len, column)) for column in zip(*rows)]
+    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
     for o in outcomes:
-        rows.append((Path(o["notebook"]).stem, "ok" if o["ok"] else "FAILED", f"{o['seconds']:.1f}",
-                     str(len(o["figures"])), str(len(o["results"]))))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    for o in outcomes:
-        written = [_relative(p, root) for p in o["figures"] + o["results"]]
+        written = [str(Path(p).relative_to(root) if Path(p).is_relative_to(root) else p)
+                   for p in o["figures"] + o["results"]]
         if written:
             lines.append(f"{Path(o['notebook']).stem} wrote: " + ", ".join(written))
     return "\n".join(lines)
@@ -509,13 +473,6 @@ def record_timings(out_dir, outcomes, fresh, trained_dir=None):
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
     return Path(out_dir) / TIMINGS
-
-
-def _relative(path, root):
-    try:
-        return str(Path(path).relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 def _failure_report(o):
@@ -573,7 +530,10 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     if dry_run:
         return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since)
     if profile == "paper" and not _cuda_available():
-        print(f"error: {_needs_gpu_message(profile)}", file=sys.stderr)
+        print(f"error: the {profile!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and "
+              "access to the Hugging Face hub, and no GPU is visible here. See what it would run with "
+              f"`python -m adapterlab regenerate --profile {profile} --dry-run`, or use --profile default "
+              "(CPU, offline).", file=sys.stderr)
         return 2
 
     out_dir.mkdir(parents=True, exist_ok=True)

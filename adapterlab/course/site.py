@@ -111,14 +111,6 @@ def _fold_checks_into_solutions(nb):
     nb.cells = cells
 
 
-def _strip_paths(output):
-    if "text" in output:
-        output["text"] = without_machine_paths("".join(output["text"]))
-    for mime, value in output.get("data", {}).items():
-        if mime.startswith("text/") and isinstance(value, (str, list)):
-            output["data"][mime] = without_machine_paths("".join(value))
-
-
 def prepare(nb):
     """The notebook as the site shows it: solutions (with their checks) collapsed, no machine paths,
     no network, no inlined plotly.js.
@@ -148,7 +140,11 @@ def prepare(nb):
                     data["text/html"] = EXTERNAL_SCRIPT.sub("", html)
                 if not data:
                     continue
-            _strip_paths(output)
+            if "text" in output:
+                output["text"] = without_machine_paths("".join(output["text"]))
+            for mime, value in output.get("data", {}).items():
+                if mime.startswith("text/") and isinstance(value, (str, list)):
+                    output["data"][mime] = without_machine_paths("".join(value))
             outputs.append(output)
         if cell.cell_type == "code":
             cell.outputs = outputs
@@ -166,16 +162,10 @@ def failed_cells(nb):
 def _title_and_summary(nb):
     """The notebook's first heading and the paragraph after it."""
     text = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
-    lines = text.splitlines()
-    heading = next((i for i, line in enumerate(lines) if line.startswith("#")), None)
-    title = lines[heading].lstrip("#").strip() if heading is not None else ""
-    paragraph = []
-    for line in lines[heading + 1 if heading is not None else 0:]:
-        if line.strip():
-            paragraph.append(line.strip())
-        elif paragraph:
-            break
-    summary = " ".join(paragraph)
+    heading = re.search(r"^#.*", text, re.M)
+    paragraph = re.search(r"\S.*(?:\n.*\S.*)*", text[heading.end():] if heading else text)  # up to a blank line
+    title = heading.group().lstrip("#").strip() if heading else ""
+    summary = " ".join(line.strip() for line in paragraph.group().splitlines()) if paragraph else ""
     if not summary.endswith((".", "!", "?")) and "." in summary:  # it leads into a list: keep whole sentences
         summary = summary[:summary.rindex(".") + 1]
     return title, summary
@@ -277,10 +267,10 @@ def build(sources, out, profile="default", quiet=True, timing_files=()):
     shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(SITE_SOURCES, src, ignore=shutil.ignore_patterns("intro.md", "__pycache__"))
     broken = []
-    for stem, path in notebooks.items():
+    for path in notebooks.values():
         nb = nbformat.read(path, as_version=4)
-        if failed_cells(nb):
-            broken.append(f"{path} (cells {', '.join(str(i + 1) for i in failed_cells(nb))})")
+        if failed := failed_cells(nb):
+            broken.append(f"{path} (cells {', '.join(str(i + 1) for i in failed)})")
         nbformat.write(prepare(nb), src / path.name)
     if broken:
         raise ValueError("these executed notebooks stopped on an error; fix and re-run them first: " + "; ".join(broken))
@@ -298,12 +288,6 @@ def build(sources, out, profile="default", quiet=True, timing_files=()):
     return html / "index.html"
 
 
-def _stale(executed, sources):
-    """Numbers of the source notebooks whose executed copy in `executed` is missing or older."""
-    return [nb.stem[:2] for nb in regenerate.find_notebooks(sources)
-            if not (executed / nb.name).exists() or (executed / nb.name).stat().st_mtime < nb.stat().st_mtime]
-
-
 def execute_solutions(profile):
     """The teacher's version of every notebook (exercises.build_course), executed from the cached
     results into build/site-notebooks/<profile>/ (only those missing or older than their source);
@@ -313,7 +297,8 @@ def execute_solutions(profile):
     root = regenerate.output_root()
     _, solved = build_course(root / "build" / "course")
     executed = root / "build" / "site-notebooks" / profile
-    stale = _stale(executed, solved)
+    stale = [nb.stem[:2] for nb in regenerate.find_notebooks(solved)
+             if not (executed / nb.name).exists() or (executed / nb.name).stat().st_mtime < nb.stat().st_mtime]
     if stale and regenerate.regenerate(profile, only=stale, notebooks_dir=solved, executed_dir=executed) != 0:
         return None
     return executed
