@@ -31,7 +31,7 @@ def matches(record, selector):
     found = {"steps": train.get("max_steps"), "lr": train.get("lr", config.get("lr")), "seed": train.get("seed"),
              "std": config.get("method_args", {}).get("init_std"),
              "bottleneck": config.get("method_args", {}).get("bottleneck"), "method": config.get("method"),
-             "step": config.get("step")}
+             "step": record.get("config", {}).get("step")}  # the unit's kind: 08's sequential steps store no config
     for part in selector.split(","):
         key, value = part.split("=", 1)
         if key not in found:
