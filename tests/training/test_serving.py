@@ -50,7 +50,8 @@ def test_the_output_dir_holds_everything_predict_needs(trained):
                                                         "serving.json"]
     info = json.loads((folder / "serving.json").read_text())
     assert info["label_names"] == ["meh", "neg", "pos"] and info["text_columns"] == ["review"]
-    assert info["label_column"] == "sentiment" and info["max_length"] == 128 and info["backbone"] == "tiny"
+    # every review has 8 tokens ([CLS] review N : three words [SEP]): fitted, 8 rounds up to the floor of 16
+    assert info["label_column"] == "sentiment" and info["max_length"] == 16 and info["backbone"] == "tiny"
     assert info["base_fingerprint"] == {"model_type": "bert", "hidden_size": 64, "layers": {"encoder": 2}}
     assert info["method"]["name"] == "houlsby" and info["method"]["bottleneck"] == 8
     metrics = json.loads((folder / "metrics.json").read_text())
