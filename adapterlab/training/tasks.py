@@ -92,6 +92,7 @@ class Task:
     splits: dict[str, datasets.Dataset]  # "train", "validation", "test"
     note: str                       # where the data comes from and how it was split
     extra_metrics: tuple[str, ...] = field(default=())  # reported alongside the primary one
+    label_column: str = "label"     # the label's column in the user's file (a built-in task's splits: "label")
 
     @property
     def kind(self) -> str:
@@ -454,7 +455,8 @@ def _load_data_once(spec: str, stamp: tuple) -> Task:
     """Cached on the files' size and time, so a run's second load_task (train.build) reads nothing."""
     data = files.read_source(spec, split_seed=SPLIT_SEED)
     splits = {split: _to_dataset(frame, data.text_fields, data.label_names) for split, frame in data.splits.items()}
-    return Task(data.name, data.text_fields, data.label_names, "accuracy", splits, data.note)
+    return Task(data.name, data.text_fields, data.label_names, "accuracy", splits, data.note,
+                label_column=data.label_column)
 
 
 @functools.lru_cache(maxsize=8)
