@@ -172,8 +172,9 @@ def add_predict_parser(sub):
     p = sub.add_parser("predict", help="predict the label of each row of a file with a trained model")
     add_serving_arguments(p)
     p.add_argument("--output", metavar="FILE",
-                   help="write here, in the format of its extension (default: CSV on stdout); "
-                        "columns label and p_<label> per class, one row per input row")
+                   help="write here, in the format of its extension (default: CSV on stdout): the input's "
+                        "rows and columns, with label and p_<label> per class added (predicted_<name> where "
+                        "the input has that name)")
 
 
 def _load_for_serving(args):

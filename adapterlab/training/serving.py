@@ -217,15 +217,29 @@ def scores(model, tokenizer, info, rows: pd.DataFrame, batch_size=BATCH_SIZE, pr
     return np.stack(out)
 
 
+PREDICTED = "predicted_"  # the prefix of an added column whose name the input already uses
+
+
+def added_name(name: str, taken) -> str:
+    """`name` for a column predict adds, or predicted_<name> while a column of that name is `taken`."""
+    while name in taken:
+        name = PREDICTED + name
+    return name
+
+
 def predict(model, tokenizer, info, rows: pd.DataFrame, **kwargs) -> pd.DataFrame:
-    """One row per input row: the predicted `label` and `p_<label>` per class (regression: `score`)."""
+    """The input's rows, every column kept, with the predicted `label` and `p_<label>` per class added
+    (regression: `score`); an added column whose name the input already has is named predicted_<name>."""
     values = scores(model, tokenizer, info, rows, **kwargs)
     if info["kind"] == "regression":
-        return pd.DataFrame({"score": values})
-    names = info["label_names"]
-    table = pd.DataFrame({"label": [names[i] for i in values.argmax(axis=1)]})
-    for i, name in enumerate(names):
-        table[f"p_{name}"] = values[:, i]
+        added = {"score": values}
+    else:
+        names = info["label_names"]
+        added = {"label": [names[i] for i in values.argmax(axis=1)],
+                 **{f"p_{name}": values[:, i] for i, name in enumerate(names)}}
+    table = rows.copy()
+    for name, column in added.items():
+        table[added_name(name, table.columns)] = column
     return table
 
 

@@ -61,11 +61,16 @@ def test_the_output_dir_holds_everything_predict_needs(trained):
     assert not [p for p in trained["root"].iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
+ADDED = ["label", "p_meh", "p_neg", "p_pos"]
+
+
 def test_predict_writes_a_label_and_a_probability_per_class_in_input_order(trained):
     p = cli("predict", str(trained["dir"]), "--input", trained["new"])  # stdout: CSV
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(pd.io.common.StringIO(p.stdout))
-    assert list(table.columns) == ["label", "p_meh", "p_neg", "p_pos"] and len(table) == 25
+    new = pd.read_json(trained["new"], lines=True)
+    assert list(table.columns) == [*new.columns, *ADDED] and len(table) == 25
+    assert table["id"].tolist() == new["id"].tolist() and table["review"].tolist() == new["review"].tolist()
     assert np.allclose(table[["p_meh", "p_neg", "p_pos"]].sum(axis=1), 1, atol=1e-5)
     assert (table["label"] == table[["p_meh", "p_neg", "p_pos"]].idxmax(axis=1).str[2:]).all()
     # length-bucketed batches, order restored: the same as each row predicted on its own
@@ -82,7 +87,17 @@ def test_predict_output_format_follows_the_extension(trained, capsys, suffix):
     assert main(["predict", str(trained["dir"]), "--input", trained["new"], "--output", str(out)]) == 0
     table = {".csv": pd.read_csv, ".tsv": lambda p: pd.read_csv(p, sep="\t"),
              ".jsonl": lambda p: pd.read_json(p, lines=True), ".parquet": pd.read_parquet}[suffix](out)
-    assert list(table.columns) == ["label", "p_meh", "p_neg", "p_pos"] and len(table) == 25
+    assert list(table.columns) == ["id", "review", "second", *ADDED] and len(table) == 25
+
+
+def test_an_added_column_whose_name_the_input_has_is_prefixed_predicted(trained):
+    """The input keeps its own label and p_pos; the model's go beside them as predicted_label, predicted_p_pos."""
+    model, tokenizer, info = serving.load_trained(trained["dir"])
+    rows = reviews(6, seed=2).rename(columns={"sentiment": "label"}).assign(p_pos="mine")
+    table = serving.predict(model, tokenizer, info, rows)
+    assert list(table.columns) == [*rows.columns, "predicted_label", "p_meh", "p_neg", "predicted_p_pos"]
+    assert table[rows.columns].equals(rows)
+    assert serving.added_name("label", ["label", "predicted_label"]) == "predicted_predicted_label"
 
 
 def test_evaluate_scores_a_labelled_file_as_predict_sees_it(trained, capsys):
