@@ -81,12 +81,36 @@ def add_train_parser(sub):
     p.add_argument("--max-steps", type=int, help="stop after this many steps (overrides --epochs)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--max-length", type=int,
+                   help="tokens per input (default: your data: fitted to its train texts, tasks.fit_max_length; "
+                        "built-in tasks: 128)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:1 | mps")
     p.add_argument("--glue-dir", help="local GLUE TSV directory (default: $ADAPTERLAB_GLUE_DIR, else the hub)")
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+
+
+def choose_max_length(args, task):
+    """max_length for a data file: --max-length, else tasks.fit_max_length's fit to the train texts. Prints
+    the length and how many train texts it cuts; a length beyond the model's limit is refused."""
+    from .training.tasks import fit_max_length, load_task
+    from .training.train import input_lengths
+
+    lengths, limit = input_lengths(load_task(task), args.backbone)
+    if args.max_length is None:
+        max_length = fit_max_length(lengths, limit)
+        how = (f"the {limit}-token limit of the model" if max_length < fit_max_length(lengths)
+               else "fitted to the train texts: their 95th percentile in tokens, rounded up to a multiple of 8")
+    else:
+        max_length, how = args.max_length, "--max-length"
+        if limit is not None and max_length > limit:
+            raise ValueError(f"--max-length {max_length} is more than {args.backbone} reads ({limit} tokens): "
+                             f"use at most {limit}, or leave it out to fit it to the train texts")
+    cut = int((lengths > max_length).sum())
+    print(f"max_length {max_length} ({how}): it cuts {cut:,} of {len(lengths):,} train texts "
+          f"(the longest has {lengths.max():,} tokens)", flush=True)
+    return max_length
 
 
 def train_command(args):
@@ -95,18 +119,22 @@ def train_command(args):
 
     task = files.spec(args.task, text_columns=args.text_columns, label_column=args.label_column,
                       validation=args.validation, test=args.test)
-    if files.is_source(task):
-        from .training.tasks import load_task
-
-        note = load_task(task).note  # reads and checks the data before any model loads
+    if args.max_length is not None and args.max_length < 1:
+        raise ValueError(f"--max-length must be a positive number of tokens (got {args.max_length})")
     if args.output_dir:
         from .training.serving import check_output_dir
 
         check_output_dir(args.output_dir)
+    max_length = args.max_length or RunConfig.max_length  # a built-in task: RunConfig's fixed default
+    if files.is_source(task):
+        from .training.tasks import load_task
+
+        note = load_task(task).note  # reads and checks the data before any model loads
+        max_length = choose_max_length(args, task)
     method_args = {k: getattr(args, k) for k in METHOD_FLAGS if getattr(args, k) is not None}
     config = RunConfig(
         backbone=args.backbone, task=task, method=args.method, method_args=method_args,
-        train_size=args.train_size, max_length=args.max_length,
+        train_size=args.train_size, max_length=max_length,
         train=TrainConfig(epochs=args.epochs, max_steps=args.max_steps, lr=args.lr, batch_size=args.batch_size,
                           precision=args.precision, seed=args.seed),
     )
@@ -144,8 +172,9 @@ def add_predict_parser(sub):
     p = sub.add_parser("predict", help="predict the label of each row of a file with a trained model")
     add_serving_arguments(p)
     p.add_argument("--output", metavar="FILE",
-                   help="write here, in the format of its extension (default: CSV on stdout); "
-                        "columns label and p_<label> per class, one row per input row")
+                   help="write here, in the format of its extension (default: CSV on stdout): the input's "
+                        "rows and columns, with label and p_<label> per class added (predicted_<name> where "
+                        "the input has that name)")
 
 
 def _load_for_serving(args):

@@ -42,7 +42,7 @@ def setup(limit=None):
     encoded = tasks.encode(dataclasses.replace(task, splits={"test": test}), tokenizer, max_length=128)["test"]
     batches = tasks.batches(encoded, tokenizer, BATCH, shuffle=False)
     info = serving.describe(task, "default", max_length=128)
-    return task, model, tokenizer, batches, info, test.to_pandas()
+    return task, model, tokenizer, batches, info, test.to_pandas().drop(columns="label")  # a served file: texts
 
 
 def same_function(task, model, tokenizer, batches, info, rows):

@@ -286,12 +286,14 @@ def carve(frame, missing, seed, source):
 # ---------------------------------------------------------------- the task's data
 
 class TaskData(NamedTuple):
-    """What tasks.load_task makes a Task of: per split a DataFrame of the text columns + "label" (class id)."""
+    """What tasks.load_task makes a Task of: per split a DataFrame of the text columns + "label" (class id).
+    label_column is the file's own name for the label (serving records it, so evaluate reads the same file)."""
     name: str
     text_fields: tuple[str, ...]
     label_names: list[str]
     splits: dict
     note: str
+    label_column: str
 
 
 def _columns(options):
@@ -349,7 +351,7 @@ def read_source(name: str, split_seed: int) -> TaskData:
     columns = " + ".join(map(repr, text_fields))
     note = (f"{source}: text {columns}, label {label!r} ({len(label_names)} classes: {', '.join(label_names)}). "
             + " ".join(sentences) + f" Sizes: {counts}.")
-    return TaskData(base, text_fields, label_names, splits, note)
+    return TaskData(base, text_fields, label_names, splits, note, label)
 
 
 # ---------------------------------------------------------------- the hub

@@ -5,22 +5,24 @@
     python -m adapterlab evaluate stars --input labelled.csv --json
 
     model, tokenizer, info = load_trained("stars")
-    table = predict(model, tokenizer, info, rows)          # columns label, p_<label> per class
+    table = predict(model, tokenizer, info, rows)          # rows + columns label, p_<label> per class
 
 The folder (train_to_dir or save_trained write it; it appears whole or not at all):
     adapter.safetensors, adapter.json   what the method trained (saving.save_adapter: the adapters and head,
                                         or every changed weight for full / top-k / layernorm / bitfit)
-    serving.json    what predicting needs: the base model's name or path and its fingerprint, the method,
-                    the label names (class id i = label_names[i]), the text and label columns, max_length,
-                    and the task's metrics
+    serving.json    what predicting needs: the base model (portable_backbone) and its fingerprint, the method,
+                    the label names (class id i = label_names[i]), the user's text and label columns,
+                    max_length, and the task's metrics
     metrics.json    the training run's record (validation and test numbers, curve, timings), if any
 
 Only the adapter is saved, not the base: loading builds the base by name again (the packaged MiniLM,
-the seeded tiny BERT, a hub id or a folder) and load_adapter refuses a base that is not the one trained on.
+the seeded tiny BERT, a hub id or a folder) on the loading machine, and load_adapter refuses a base that is
+not the one trained on.
 """
 import contextlib
 import io
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -33,14 +35,14 @@ from tqdm.auto import tqdm
 from transformers import DataCollatorWithPadding
 
 from . import files
-from .backbones import default_model_path, load_backbone
+from .backbones import BackboneUnavailable, load_backbone
 from .tasks import MODEL_INPUTS, Task, load_task
 from .train import autocast, pick_device, run
 from ..methods.atomic import atomic_write
 from ..methods.saving import base_fingerprint, load_adapter, save_adapter
 
 SERVING, METRICS = "serving.json", "metrics.json"
-FORMAT = 1  # serving.json's layout; a later layout bumps it
+FORMAT = 2  # serving.json's layout; a later layout bumps it
 LONG_FILE = 5000  # rows: from here on a progress bar shows even when stderr is not a terminal
 BATCH_SIZE = 32  # as training's evaluation batches: the same batches, the same numbers
 
@@ -71,16 +73,41 @@ def staged(output_dir):
         raise
 
 
-def describe(task: Task, backbone: str, max_length: int = 128, label_column: str = "label") -> dict:
-    """What serving needs to know about a task and its base (serving.json without the model's part)."""
-    if backbone == "default":
-        where = str(default_model_path())
-    elif Path(backbone).is_dir():
-        backbone = where = str(Path(backbone).resolve())  # so predict works from any folder
-    else:
-        where = backbone
-    return {"format": FORMAT, "backbone": backbone, "backbone_path": where, "task": task.name,
-            "kind": task.kind, "text_columns": list(task.text_fields), "label_column": label_column,
+RELATIVE = ("./", "../")  # how a recorded base folder starts; a hub id never does
+
+
+def portable_backbone(backbone: str, output_dir) -> str:
+    """How serving.json names the base, so that the folder serves on another machine: a name (default,
+    tiny, a hub id) as given, resolved where it is loaded; a local model folder by its path from the saved
+    folder, starting with ./ or ../, so the two can move together. Never the training machine's absolute
+    path."""
+    if backbone == "default" or not Path(backbone).is_dir():
+        return backbone
+    relative = Path(os.path.relpath(Path(backbone).resolve(), Path(output_dir).resolve())).as_posix()
+    return relative if relative.startswith(RELATIVE) else f"./{relative}"
+
+
+def located_backbone(recorded: str, folder) -> str:
+    """The base a saved folder names (portable_backbone), found on this machine."""
+    if not recorded.startswith(RELATIVE):
+        return recorded
+    path = Path(folder) / recorded
+    if not path.is_dir():
+        raise FileNotFoundError(f"{folder} was trained on the model folder {recorded} (a path from {folder}), "
+                                "which is not here: give the base model's folder with --backbone PATH")
+    return str(path)
+
+
+def _task_name(name: str) -> str:
+    """The task's name without the training machine's folders: a data file by its file name."""
+    return Path(name).name if files.is_source(name) and not name.startswith(files.HF_PREFIX) else name
+
+
+def describe(task: Task, backbone: str, max_length: int = 128) -> dict:
+    """What serving needs to know about a task and its base (serving.json without the model's part). The
+    text and label columns are the task's, so evaluate reads the user's own file as training read it."""
+    return {"format": FORMAT, "backbone": backbone, "task": _task_name(task.name),
+            "kind": task.kind, "text_columns": list(task.text_fields), "label_column": task.label_column,
             "label_names": task.label_names, "metric": task.metric, "extra_metrics": list(task.extra_metrics),
             "max_length": max_length}
 
@@ -98,13 +125,13 @@ def _write(folder, model, info, metrics):
         atomic_write(folder / METRICS, json.dumps(metrics, indent=1) + "\n")
 
 
-def save_trained(model, task: Task, output_dir, backbone: str, max_length: int = 128, label_column="label",
-                 metrics=None) -> Path:
-    """Save an adapted, trained model (e.g. after transformers.Trainer) as a folder predict can load."""
+def save_trained(model, task: Task, output_dir, backbone: str, max_length: int = 128, metrics=None) -> Path:
+    """Save an adapted, trained model (e.g. after transformers.Trainer) as a folder predict can load.
+    `backbone` is the name the base was loaded by; `max_length` the one its inputs were encoded with."""
     _check_servable(model)
     with staged(output_dir) as tmp:
         save_adapter(model, tmp)
-        _write(tmp, model, describe(task, backbone, max_length, label_column), metrics)
+        _write(tmp, model, describe(task, portable_backbone(backbone, output_dir), max_length), metrics)
     return Path(output_dir)
 
 
@@ -117,14 +144,12 @@ def train_to_dir(config, output_dir, device="auto", progress=True, glue_dir=None
     if config.backbone == "tiny-t5":
         raise ValueError("--output-dir serves classifiers: tiny-t5 is text-to-text; use --backbone tiny")
     task = load_task(config.task, glue_dir=glue_dir)  # cached: run() reads it again for free
-    _, options = files.parse_spec(config.task)
-    label_column = options.get("label", [files.DEFAULT_LABEL])[-1]
     with staged(output_dir) as tmp:
         record = run(config, device=device, progress=progress, glue_dir=glue_dir, save_to=tmp)
         model, _ = load_backbone(config.backbone, num_labels=task.num_labels, task_kind=task.kind)
         _check_servable(model)
         load_adapter(model, tmp)
-        _write(tmp, model, describe(task, config.backbone, config.max_length, label_column), record)
+        _write(tmp, model, describe(task, portable_backbone(config.backbone, output_dir), config.max_length), record)
     return record
 
 
@@ -143,9 +168,14 @@ def load_trained(folder, backbone=None, device="cpu"):
     """(model, tokenizer, info): the base (`backbone`, default: the one trained on) + the saved adapter, in
     eval mode on `device`. A different base is refused by load_adapter, naming what differs."""
     info = read_info(folder)
-    name = backbone or info["backbone"]
+    name = backbone or located_backbone(info["backbone"], folder)
     num_labels = 1 if info["label_names"] is None else len(info["label_names"])
-    model, tokenizer = load_backbone(name, num_labels=num_labels, task_kind=info["kind"])
+    try:
+        model, tokenizer = load_backbone(name, num_labels=num_labels, task_kind=info["kind"])
+    except BackboneUnavailable as error:
+        if backbone:
+            raise
+        raise BackboneUnavailable(f"{error} To serve {folder}, give a copy of its base with --backbone PATH.") from None
     load_adapter(model, folder)
     device = pick_device(device) if isinstance(device, str) else device
     return model.to(device).eval(), tokenizer, info
@@ -187,15 +217,29 @@ def scores(model, tokenizer, info, rows: pd.DataFrame, batch_size=BATCH_SIZE, pr
     return np.stack(out)
 
 
+PREDICTED = "predicted_"  # the prefix of an added column whose name the input already uses
+
+
+def added_name(name: str, taken) -> str:
+    """`name` for a column predict adds, or predicted_<name> while a column of that name is `taken`."""
+    while name in taken:
+        name = PREDICTED + name
+    return name
+
+
 def predict(model, tokenizer, info, rows: pd.DataFrame, **kwargs) -> pd.DataFrame:
-    """One row per input row: the predicted `label` and `p_<label>` per class (regression: `score`)."""
+    """The input's rows, every column kept, with the predicted `label` and `p_<label>` per class added
+    (regression: `score`); an added column whose name the input already has is named predicted_<name>."""
     values = scores(model, tokenizer, info, rows, **kwargs)
     if info["kind"] == "regression":
-        return pd.DataFrame({"score": values})
-    names = info["label_names"]
-    table = pd.DataFrame({"label": [names[i] for i in values.argmax(axis=1)]})
-    for i, name in enumerate(names):
-        table[f"p_{name}"] = values[:, i]
+        added = {"score": values}
+    else:
+        names = info["label_names"]
+        added = {"label": [names[i] for i in values.argmax(axis=1)],
+                 **{f"p_{name}": values[:, i] for i, name in enumerate(names)}}
+    table = rows.copy()
+    for name, column in added.items():
+        table[added_name(name, table.columns)] = column
     return table
 
 

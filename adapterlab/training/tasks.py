@@ -3,6 +3,7 @@
     task = load_task("airline", train_size=2000, seed=0)
     encoded = encode(task, tokenizer)
     for batch in batches(encoded["train"], tokenizer, batch_size=32, shuffle=True, seed=epoch): ...
+    max_length = fit_max_length(token_lengths(task, tokenizer))     # a max_length that fits the train texts
 
 Tasks (see TASKS):
     synthetic, synthetic-pair   generated toy tasks a tiny random BERT learns in a
@@ -37,6 +38,7 @@ import csv
 import functools
 import hashlib
 import importlib.util
+import math
 import os
 import random
 from dataclasses import dataclass, field, replace
@@ -90,6 +92,7 @@ class Task:
     splits: dict[str, datasets.Dataset]  # "train", "validation", "test"
     note: str                       # where the data comes from and how it was split
     extra_metrics: tuple[str, ...] = field(default=())  # reported alongside the primary one
+    label_column: str = "label"     # the label's column in the user's file (a built-in task's splits: "label")
 
     @property
     def kind(self) -> str:
@@ -452,7 +455,8 @@ def _load_data_once(spec: str, stamp: tuple) -> Task:
     """Cached on the files' size and time, so a run's second load_task (train.build) reads nothing."""
     data = files.read_source(spec, split_seed=SPLIT_SEED)
     splits = {split: _to_dataset(frame, data.text_fields, data.label_names) for split, frame in data.splits.items()}
-    return Task(data.name, data.text_fields, data.label_names, "accuracy", splits, data.note)
+    return Task(data.name, data.text_fields, data.label_names, "accuracy", splits, data.note,
+                label_column=data.label_column)
 
 
 @functools.lru_cache(maxsize=8)
@@ -558,11 +562,14 @@ def _encode_for_classifier(batch, task, tokenizer, max_length):
     return encoded
 
 
+def _text_to_text_inputs(batch, task):
+    """T5's one input string per example: "<task> <field>: ... <field>: ..."."""
+    count = len(batch[task.text_fields[0]])
+    return [" ".join([task.prefix] + [f"{f}: {batch[f][i]}" for f in task.text_fields]) for i in range(count)]
+
+
 def _encode_text_to_text(batch, task, tokenizer, max_length):
-    inputs = [
-        " ".join([task.prefix] + [f"{f}: {batch[f][i]}" for f in task.text_fields])
-        for i in range(len(batch["label"]))
-    ]
+    inputs = _text_to_text_inputs(batch, task)
     encoded = tokenizer(inputs, truncation=True, max_length=max_length)
     encoded.pop("token_type_ids", None)  # T5 has no segment embeddings
     # Targets: the label word + end-of-sequence; a BERT tokenizer has no </s>, so [SEP] (tiny-t5's eos).
@@ -595,6 +602,39 @@ def encode(task: Task, tokenizer, max_length: int = 128, text_to_text: bool = Fa
     finally:
         if bars:
             datasets.enable_progress_bars()
+
+
+# ---------------------------------------------------------------- max_length from the data
+
+LENGTH_QUANTILE = 0.95  # the share of train texts a fitted max_length keeps whole
+LENGTH_MULTIPLE = 8  # batches of cut texts then have a length tensor-core kernels work in whole tiles of
+SHORTEST_MAX_LENGTH = 16  # room for new texts a little longer than a short-text corpus's own (padding is
+                          # per batch, so room that no text uses costs nothing)
+
+
+def token_lengths(task: Task, tokenizer, split: str = "train", text_to_text: bool = False) -> np.ndarray:
+    """Each example's length in tokens as encode() makes it, before any cut: special tokens included,
+    a pair as the tokenizer joins its two texts, a text-to-text input with its prefix."""
+    batch = task.splits[split].select_columns(list(task.text_fields)).to_dict()
+    texts = [_text_to_text_inputs(batch, task)] if text_to_text else [batch[f] for f in task.text_fields]
+    encoded = tokenizer(*texts, verbose=False)  # verbose=False: no warning for texts beyond the model's limit
+    return np.array([len(ids) for ids in encoded["input_ids"]], dtype=np.int64)
+
+
+def fit_max_length(lengths, limit: int | None = None) -> int:
+    """max_length for texts of these token lengths (token_lengths of the train split).
+
+    The rule: the 95th percentile of the lengths (the shortest length that at least 95% of the texts fit
+    whole), rounded up to a multiple of 8, at least 16, and at most `limit`, the most tokens the model
+    reads (train.input_limit). So at most 5% of the train texts are cut, unless the model's own limit
+    cuts more, and a few very long texts do not make every batch of a short-text corpus long.
+    """
+    lengths = np.asarray(lengths)
+    if lengths.size == 0:
+        raise ValueError("no texts to fit max_length to: the train split is empty")
+    percentile = int(np.quantile(lengths, LENGTH_QUANTILE, method="inverted_cdf"))
+    fitted = max(SHORTEST_MAX_LENGTH, math.ceil(percentile / LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
+    return fitted if limit is None else min(fitted, limit)
 
 
 # ---------------------------------------------------------------- batching

@@ -18,6 +18,7 @@ import psutil
 import torch
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
+from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from . import tasks as task_registry
 from .backbones import load_backbone
@@ -26,7 +27,7 @@ from ..methods.saving import save_adapter
 from .latency import serving_latency
 from ..methods.config import method
 from ..methods.params import count_parameters
-from ..methods.prompt_tuning import check_room
+from ..methods.prompt_tuning import check_room, position_room
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -291,6 +292,24 @@ class RunConfig:
         d = dict(d)
         d["train"] = TrainConfig(**d.get("train", {}))
         return cls(**d)
+
+
+def input_limit(model, tokenizer) -> int | None:
+    """The most tokens one input may have: the model's position table (prompt_tuning.position_room) or its
+    tokenizer's model_max_length, whichever is smaller; None when neither sets one (relative positions and
+    a tokenizer that says nothing: transformers then reports VERY_LARGE_INTEGER)."""
+    limits = [n for n in (position_room(model), tokenizer.model_max_length)
+              if n is not None and n < VERY_LARGE_INTEGER]
+    return min(limits, default=None)
+
+
+def input_lengths(task, backbone: str):
+    """(lengths, limit): the train texts' token lengths under the backbone's tokenizer
+    (tasks.token_lengths) and the most tokens the backbone reads (input_limit); what
+    tasks.fit_max_length fits max_length to."""
+    model, tokenizer = load_backbone(backbone, num_labels=task.num_labels, task_kind=task.kind)
+    text_to_text = bool(getattr(model.config, "is_encoder_decoder", False))
+    return task_registry.token_lengths(task, tokenizer, text_to_text=text_to_text), input_limit(model, tokenizer)
 
 
 def build(config: RunConfig, glue_dir=None):

@@ -240,3 +240,56 @@ def test_train_on_a_file_says_which_split_it_used(capsys, data):
     assert "data: " in out and "seeded 80/10/10 split" in out
     record = json.loads(out.strip().splitlines()[-1])
     assert record["task"] == f"{data}?text=review&label=sentiment"  # the run's name carries its columns
+
+
+@pytest.fixture
+def lengths_known(tmp_path):
+    """A file whose 20 texts have known token lengths (train, validation and test alike, so the train split
+    is the whole file): 19 of 10 tokens ([CLS], 8 words, [SEP]) and one of 30."""
+    texts = [("good " if i % 2 else "bad ") * 8 for i in range(19)] + ["good " * 28]
+    frame = pd.DataFrame({"review": texts, "sentiment": ["neg" if i % 2 == 0 else "pos" for i in range(20)]})
+    path = write(frame, tmp_path / "r.csv")
+    return ["--task", path, "--validation", path, "--test", path, "--text-column", "review", "--label-column",
+            "sentiment"]
+
+
+def train_lines(capsys, *args):
+    """Train one step on the tiny backbone; (the max_length line, the run's record)."""
+    status = main(["train", "--backbone", "tiny", "--max-steps", "1", "--batch-size", "16", "--device", "cpu",
+                   "--json", *args])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    return [line for line in out.splitlines() if line.startswith("max_length")], json.loads(out.splitlines()[-1])
+
+
+@pytest.mark.parametrize("given,chosen,cut", [(None, 16, 1), ("30", 30, 0), ("29", 29, 1)])
+def test_train_on_a_file_fits_max_length_to_its_texts_and_says_what_it_cuts(capsys, lengths_known, given, chosen,
+                                                                            cut):
+    """The 95th percentile of 19 x 10 and 1 x 30 tokens is 10, rounded up to 16: the text of 30 is cut.
+    A given --max-length is kept; the text of 30 tokens fits 30 whole and is cut at 29."""
+    lines, record = train_lines(capsys, *lengths_known, *(["--max-length", given] if given else []))
+    how = "--max-length" if given else "fitted to the train texts: their 95th percentile in tokens"
+    assert len(lines) == 1 and lines[0].startswith(f"max_length {chosen} ({how}")
+    assert lines[0].endswith(f"it cuts {cut} of 20 train texts (the longest has 30 tokens)")
+    assert record["config"]["max_length"] == chosen
+
+
+def test_a_max_length_beyond_the_models_limit_is_refused(capsys, lengths_known):
+    line = cli_error(capsys, *lengths_known, "--max-length", "513")
+    assert "--max-length 513 is more than tiny reads (512 tokens): use at most 512" in line
+    assert "--max-length must be a positive number" in cli_error(capsys, *lengths_known, "--max-length", "0")
+
+
+def test_a_built_in_task_keeps_max_length_128(capsys):
+    lines, record = train_lines(capsys, "--task", "synthetic")
+    assert lines == [] and record["config"]["max_length"] == 128
+
+
+def test_a_fitted_max_length_stops_at_the_models_limit(capsys, tmp_path):
+    texts = ["good " * 598] * 2 + ["good bad"] * 18  # two of 600 tokens: 10%, more than the 5% the fit cuts
+    path = write(pd.DataFrame({"review": texts, "sentiment": ["pos", "neg"] * 10}), tmp_path / "long.csv")
+    lines, record = train_lines(capsys, "--task", path, "--validation", path, "--test", path, "--text-column",
+                                "review", "--label-column", "sentiment")
+    assert lines == ["max_length 512 (the 512-token limit of the model): it cuts 2 of 20 train texts "
+                     "(the longest has 600 tokens)"]
+    assert record["config"]["max_length"] == 512

@@ -1,11 +1,13 @@
 """Keep and serve (training/serving.py): train --task FILE --output-dir, predict, evaluate, on the tiny
-backbone. The folder is complete and loads back to the same function; a failed training leaves no folder
-(and no half-written one); a wrong base gets load_adapter's own error."""
+backbone. The folder is complete, names its base portably and loads back to the same function; predict
+keeps the input's columns; a failed training leaves no folder (and no half-written one); a wrong base
+gets load_adapter's own error."""
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -50,7 +52,8 @@ def test_the_output_dir_holds_everything_predict_needs(trained):
                                                         "serving.json"]
     info = json.loads((folder / "serving.json").read_text())
     assert info["label_names"] == ["meh", "neg", "pos"] and info["text_columns"] == ["review"]
-    assert info["label_column"] == "sentiment" and info["max_length"] == 128 and info["backbone"] == "tiny"
+    # every review has 8 tokens ([CLS] review N : three words [SEP]): fitted, 8 rounds up to the floor of 16
+    assert info["label_column"] == "sentiment" and info["max_length"] == 16 and info["backbone"] == "tiny"
     assert info["base_fingerprint"] == {"model_type": "bert", "hidden_size": 64, "layers": {"encoder": 2}}
     assert info["method"]["name"] == "houlsby" and info["method"]["bottleneck"] == 8
     metrics = json.loads((folder / "metrics.json").read_text())
@@ -58,11 +61,16 @@ def test_the_output_dir_holds_everything_predict_needs(trained):
     assert not [p for p in trained["root"].iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
+ADDED = ["label", "p_meh", "p_neg", "p_pos"]
+
+
 def test_predict_writes_a_label_and_a_probability_per_class_in_input_order(trained):
     p = cli("predict", str(trained["dir"]), "--input", trained["new"])  # stdout: CSV
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(pd.io.common.StringIO(p.stdout))
-    assert list(table.columns) == ["label", "p_meh", "p_neg", "p_pos"] and len(table) == 25
+    new = pd.read_json(trained["new"], lines=True)
+    assert list(table.columns) == [*new.columns, *ADDED] and len(table) == 25
+    assert table["id"].tolist() == new["id"].tolist() and table["review"].tolist() == new["review"].tolist()
     assert np.allclose(table[["p_meh", "p_neg", "p_pos"]].sum(axis=1), 1, atol=1e-5)
     assert (table["label"] == table[["p_meh", "p_neg", "p_pos"]].idxmax(axis=1).str[2:]).all()
     # length-bucketed batches, order restored: the same as each row predicted on its own
@@ -79,7 +87,17 @@ def test_predict_output_format_follows_the_extension(trained, capsys, suffix):
     assert main(["predict", str(trained["dir"]), "--input", trained["new"], "--output", str(out)]) == 0
     table = {".csv": pd.read_csv, ".tsv": lambda p: pd.read_csv(p, sep="\t"),
              ".jsonl": lambda p: pd.read_json(p, lines=True), ".parquet": pd.read_parquet}[suffix](out)
-    assert list(table.columns) == ["label", "p_meh", "p_neg", "p_pos"] and len(table) == 25
+    assert list(table.columns) == ["id", "review", "second", *ADDED] and len(table) == 25
+
+
+def test_an_added_column_whose_name_the_input_has_is_prefixed_predicted(trained):
+    """The input keeps its own label and p_pos; the model's go beside them as predicted_label, predicted_p_pos."""
+    model, tokenizer, info = serving.load_trained(trained["dir"])
+    rows = reviews(6, seed=2).rename(columns={"sentiment": "label"}).assign(p_pos="mine")
+    table = serving.predict(model, tokenizer, info, rows)
+    assert list(table.columns) == [*rows.columns, "predicted_label", "p_meh", "p_neg", "predicted_p_pos"]
+    assert table[rows.columns].equals(rows)
+    assert serving.added_name("label", ["label", "predicted_label"]) == "predicted_predicted_label"
 
 
 def test_evaluate_scores_a_labelled_file_as_predict_sees_it(trained, capsys):
@@ -148,10 +166,74 @@ def test_save_trained_keeps_the_changed_weights_of_every_method(tmp_path, method
         for p in model.parameters():
             if p.requires_grad:
                 p.add_(0.05 * torch.randn_like(p))
-    serving.save_trained(model, task, tmp_path / "kept", backbone="tiny", max_length=64, label_column="stars")
+    serving.save_trained(model, task, tmp_path / "kept", backbone="tiny", max_length=64)
     loaded, tokenizer, info = serving.load_trained(tmp_path / "kept")
     rows = task.splits["test"].to_pandas()
     ours = serving.predict(model, tokenizer, info, rows)
     theirs = serving.predict(loaded, tokenizer, info, rows)
-    assert info["text_columns"] == ["review", "second"] and info["label_names"] == ["1", "3", "5"]
-    assert np.array_equal(ours.to_numpy(), theirs.to_numpy())
+    assert info["text_columns"] == ["review", "second"] and info["label_column"] == "stars"
+    assert info["label_names"] == ["1", "3", "5"]
+    assert ours.equals(theirs)
+
+
+# ---------------------------------------------------------------- the base, named portably
+
+def strings(value):
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+@pytest.fixture
+def local_base(tmp_path):
+    """A tiny base saved as a model folder (as a downloaded model is), in <tmp>/project/bases/tiny-bert."""
+    model, tokenizer = load_backbone("tiny", num_labels=3)
+    folder = tmp_path / "project" / "bases" / "tiny-bert"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_serving_json_names_a_local_base_by_its_path_from_the_saved_folder(tmp_path, local_base, monkeypatch):
+    task = load_task(write(reviews(), tmp_path / "r.csv"), text_columns="review", label_column="sentiment")
+    model, tokenizer = load_backbone(str(local_base), num_labels=task.num_labels)
+    al.adapt(model, "houlsby", bottleneck=8)
+    kept = tmp_path / "project" / "runs" / "mine"
+    serving.save_trained(model, task, kept, backbone=str(local_base))  # the absolute path, as a user may give it
+    info = json.loads((kept / "serving.json").read_text())
+    assert info["backbone"] == "../../bases/tiny-bert" and info["task"] == "r.csv"
+    assert not [s for s in strings(info) if os.path.isabs(s) or str(tmp_path) in s]
+    rows = task.splits["test"].to_pandas()
+    expected = serving.predict(model, tokenizer, info, rows)
+    # the project moves (another machine, another folder): base and model move together and still serve
+    moved = tmp_path / "elsewhere"
+    shutil.move(tmp_path / "project", moved)
+    monkeypatch.chdir(tmp_path)  # and it is loaded from another working folder
+    loaded, tokenizer, _ = serving.load_trained(moved / "runs" / "mine")
+    assert serving.predict(loaded, tokenizer, info, rows).equals(expected)
+    # without its base: one line naming the fix; --backbone gives the base's new place
+    shutil.move(moved / "bases", tmp_path / "bases")
+    with pytest.raises(FileNotFoundError, match=r"trained on the model folder \.\./\.\./bases/tiny-bert .* "
+                                                r"give the base model's folder with --backbone PATH"):
+        serving.load_trained(moved / "runs" / "mine")
+    loaded, tokenizer, _ = serving.load_trained(moved / "runs" / "mine", backbone=str(tmp_path / "bases" / "tiny-bert"))
+    assert serving.predict(loaded, tokenizer, info, rows).equals(expected)
+
+
+def test_serving_json_keeps_a_name_as_given(trained, tmp_path):
+    """A name (default, tiny, a hub id) is looked up where the folder is loaded, not where it was trained."""
+    text = (trained["dir"] / "serving.json").read_text()
+    assert json.loads(text)["backbone"] == "tiny" and str(trained["root"]) not in text
+    assert serving.portable_backbone("default", tmp_path) == "default"
+    assert serving.portable_backbone("bert-base-uncased", tmp_path) == "bert-base-uncased"
+    assert serving.located_backbone("bert-base-uncased", tmp_path) == "bert-base-uncased"
+    # a name this machine cannot load: load_backbone's reason, then how to serve the folder anyway
+    moved = shutil.copytree(trained["dir"], tmp_path / "hub-model")
+    info = json.loads((moved / "serving.json").read_text())
+    (moved / "serving.json").write_text(json.dumps({**info, "backbone": "some-user/not-cached"}))
+    with pytest.raises(ValueError, match=r"cannot load backbone 'some-user/not-cached': offline mode is on.* "
+                                         r"To serve .*hub-model, give a copy of its base with --backbone PATH\.$"):
+        serving.load_trained(moved)

@@ -5,6 +5,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # before any Hugging Face import: the hub is
 import time
 from pathlib import Path
 
+import datasets
 import numpy as np
 import pytest
 
@@ -380,6 +381,46 @@ def test_text_to_text_encoding(tokenizer):
     batch = next(iter(batches(encoded, tokenizer, 2, shuffle=False)))
     assert set(batch) == {"input_ids", "attention_mask", "labels", "index", "label"}
     assert (batch["labels"] == -100).any()  # "entailment" is shorter than "not_entailment"
+
+
+# ---------------------------------------------------------------- max_length from the data
+
+def test_fit_max_length_is_the_95th_percentile_rounded_up_to_a_multiple_of_8():
+    assert tasks.fit_max_length(range(1, 101)) == 96  # 95 of the 100 lengths are <= 95
+    assert tasks.fit_max_length([41] * 19 + [300]) == 48  # the one long text in 20 (5%) is cut
+    assert tasks.fit_max_length([41] * 18 + [300] * 2) == 304  # two in 20 (10%) would be too many to cut
+    assert tasks.fit_max_length([40] * 20) == 40  # a multiple of 8 stays
+    assert tasks.fit_max_length([5] * 20) == 16  # at least 16
+    assert tasks.fit_max_length([300] * 20, limit=100) == 100  # at most the model's limit
+    assert tasks.fit_max_length([41] * 20, limit=512) == 48
+    with pytest.raises(ValueError, match="no texts to fit max_length to"):
+        tasks.fit_max_length([])
+
+
+def one_split(*columns):
+    """A task whose train split holds these texts (a column per text field), labels 0, 1, 0, ..."""
+    fields = ("first", "second")[:len(columns)]
+    rows = {f: list(c) for f, c in zip(fields, columns)}
+    data = datasets.Dataset.from_dict({**rows, "label": [i % 2 for i in range(len(columns[0]))]})
+    return tasks.Task("mine", fields, ["a", "b"], "accuracy", {"train": data}, "")
+
+
+def test_a_text_of_known_length_is_cut_exactly_when_max_length_is_shorter(tokenizer):
+    task = one_split(["good " * 30, "good bad"])  # [CLS] + 30 words + [SEP]; [CLS] good bad [SEP]
+    assert tasks.token_lengths(task, tokenizer).tolist() == [32, 4]
+    whole = tokenizer("good " * 30)["input_ids"]
+    assert encode(task, tokenizer, max_length=32)["train"][0]["input_ids"] == whole  # 32 tokens fit 32
+    assert encode(task, tokenizer, max_length=31)["train"][0]["input_ids"] != whole  # and not 31
+    assert len(encode(task, tokenizer, max_length=31)["train"][0]["input_ids"]) == 31
+
+
+def test_token_lengths_count_pairs_and_text_to_text_inputs_as_encode_makes_them(tokenizer):
+    pair = one_split(["good bad", "good"], ["fine", "fine fine"])
+    assert tasks.token_lengths(pair, tokenizer).tolist() == [6, 6]  # [CLS] a b [SEP] c [SEP]
+    for text_to_text in (False, True):
+        encoded = encode(pair, tokenizer, max_length=512, text_to_text=text_to_text)["train"]
+        assert tasks.token_lengths(pair, tokenizer, text_to_text=text_to_text).tolist() == encoded["length"]
+    assert tasks.token_lengths(pair, tokenizer, text_to_text=True).tolist()[0] > 6  # the prefix and field names
 
 
 def test_text_to_text_targets_round_trip():

@@ -72,6 +72,20 @@ def test_text_to_text_t5_trains_and_scores_by_best_label_string():
     assert record["by_group"]["shared"] == 4 ** 3
 
 
+def test_input_limit_is_the_smaller_of_the_position_table_and_the_tokenizers_limit(tiny):
+    from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
+
+    from adapterlab.training.backbones import default_tokenizer
+
+    tokenizer = default_tokenizer()  # model_max_length 512
+    assert T.input_limit(tiny("bert-cls"), tokenizer) == 64  # max_position_embeddings 64
+    assert T.input_limit(tiny("roberta-cls"), tokenizer) == 62  # RoBERTa's positions start after padding_idx 1
+    assert T.input_limit(tiny("t5"), tokenizer) == 512  # relative positions: the tokenizer's limit
+    assert T.input_limit(load_backbone("tiny", num_labels=2)[0], tokenizer) == 512  # BERT's default table
+    tokenizer.model_max_length = VERY_LARGE_INTEGER  # what transformers reports when a tokenizer sets none
+    assert T.input_limit(tiny("t5"), tokenizer) is None and T.input_limit(tiny("bert-cls"), tokenizer) == 64
+
+
 def test_bf16_autocast_on_cpu_runs():
     record = quick_run(method="houlsby", method_args={"bottleneck": 8}, train={"precision": "bf16", "max_steps": 4})
     assert 0 <= record["test"] <= 1

@@ -1,7 +1,9 @@
 """adapterlab with transformers.Trainer: al.adapt, then Trainer's own loop, leaves the frozen weights as
-they were and moves the adapters; save_trained makes the result servable. This is the README's Python
-path ("Your own model and data"), on the tiny backbone and a small file."""
+they were and moves the adapters; save_trained makes the result servable, and `evaluate` reads the user's
+own file with it. This is the README's Python path ("Your own model and data"), on the tiny backbone and a
+small file."""
 import inspect
+import json
 import os
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import torch
 from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
 import adapterlab as al
+from adapterlab.__main__ import main
 from adapterlab.training import serving
 from adapterlab.training.backbones import load_backbone
 from adapterlab.training.tasks import encode, load_task
@@ -18,7 +21,7 @@ from adapterlab.training.tasks import encode, load_task
 from test_files import reviews, write
 
 
-def test_trainer_moves_only_what_adapt_left_trainable_and_the_result_serves(tmp_path):
+def test_trainer_moves_only_what_adapt_left_trainable_and_the_result_serves(tmp_path, capsys):
     path = write(reviews(), tmp_path / "reviews.csv")
     # --- the README's Python path, with "tiny" for "default" ---
     task = load_task(path, text_columns="review", label_column="sentiment")
@@ -41,6 +44,11 @@ def test_trainer_moves_only_what_adapt_left_trainable_and_the_result_serves(tmp_
     loaded, tokenizer, info = serving.load_trained(tmp_path / "my-model")
     rows = task.splits["test"].to_pandas()
     assert serving.predict(loaded, tokenizer, info, rows).equals(serving.predict(model.cpu(), tokenizer, info, rows))
+    # the saved folder knows the user's columns: evaluate reads the training file with no --label-column
+    assert info["text_columns"] == ["review"] and info["label_column"] == "sentiment"
+    assert main(["evaluate", str(tmp_path / "my-model"), "--input", path, "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["examples"] == 60 and 0 <= scores["accuracy"] <= 1
 
 
 def test_the_readme_shows_this_path():
