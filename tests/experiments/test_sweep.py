@@ -201,11 +201,10 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
     planned = planning.plan("smoke", "teaching")
     assert {e["key"] for e in stored(out, "teaching")} == {
         config_key(planning.run_key(c, "smoke", "teaching")) for c in planned}
-    store = ResultStore(out / "data" / "results" / "smoke")
     swap = [c for c in planned if planning.keeps_adapter("smoke", "teaching", c)]
     assert len(swap) == 2 and {c.task for c in swap} == {"synthetic", "airline"}  # one per task of the demo
     for c in planned:
-        folder = store.checkpoint_dir(planning.run_key(c, "smoke", "teaching"))
+        folder = running.saved_files("smoke", "teaching", c)
         assert (folder / saving.ADAPTER_CONFIG).exists() == (c in swap), planning.describe(c)
     assert sw.missing("smoke", "03") == []
 
