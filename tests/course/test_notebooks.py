@@ -200,7 +200,8 @@ def test_each_notebook_is_credited_with_the_changed_files_of_its_family_and_noth
     outcomes = [dict(notebook=f"notebooks/{stem}.ipynb", figures=[], results=[])
                 for stem in ("01_bottleneck_adapter", "03_training_adapters", "04_layer_removal", "05_init_scale")]
     module.credit_files(outcomes, before, module.written(tmp_path, SMOKE))
-    credited = {Path(o["notebook"]).stem[:2]: sorted(Path(p).name for p in o["results"] + o["figures"]) for o in outcomes}
+    credited = {Path(o["notebook"]).stem[:2]: sorted(Path(p).name for p in o["results"] + o["figures"])
+                for o in outcomes}
     assert credited == {"01": [], "03": ["learning_curves.html"], "05": [],
                         "04": ["layer_removal.csv", "layer_removal.jsonl", "layer_removal_heatmap.png",
                                "layer_removal_spans.jsonl"]}

@@ -184,8 +184,8 @@ def test_save_writes_every_registered_file_of_a_family(tmp_path, monkeypatch):
 
 
 def test_init_std_deviation_has_a_view_per_std_with_its_tokens_on_log_axes_and_writes_no_file(tmp_path, monkeypatch):
-    df = pd.DataFrame([dict(init_std=s, seed=k, deviation=s * s * (1 + k), per_token=[s * s, 2 * s * s] if k == 0 else None)
-                       for s in (1e-3, 1e-2) for k in (0, 1)])
+    df = pd.DataFrame([dict(init_std=s, seed=k, deviation=s * s * (1 + k),
+                            per_token=[s * s, 2 * s * s] if k == 0 else None) for s in (1e-3, 1e-2) for k in (0, 1)])
     figure = figures.define("init_std_deviation", df)
     assert list(figure.views) == ["init std 1e-03", "init std 1e-02"]
     curve, tokens, star = figure.views["init std 1e-02"].series
