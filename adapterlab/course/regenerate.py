@@ -258,41 +258,40 @@ def export_html(executed):
     return path
 
 
-# ---------------------------------------------------------------- tables and figures, from the store
+# ---------------------------------------------------------------- which notebook wrote which file
 
-def _store_files(root, profile):
-    """{family: mtime of its store file} (0 when absent): a notebook trained when its family's changed."""
-    folder = root / "data" / "results" / profile
-    return {family: (folder / f"{family}.jsonl").stat().st_mtime if (folder / f"{family}.jsonl").exists() else 0
-            for family in families.PLANNED}
+def written(root, profile):
+    """{path: modification time} of the profile's result and figure files, the files notebooks write."""
+    folders = (root / "data" / "results" / profile, root / "figures" / profile)
+    return {path: path.stat().st_mtime_ns for folder in folders if folder.is_dir()
+            for path in folder.iterdir() if path.is_file()}
 
 
-def collect_files(outcomes, profile, root, before, env):
-    """Credit each notebook with the files it wrote: its family's store file when that changed since
-    `before` (_store_files), then the tables of the chosen notebooks' families, rebuilt from the store and
-    written (tables.write), then every registered figure redrawn from the tables (figures.redraw). Each file
-    is credited to the notebook of its family, as the registry names it (families.FAMILY_NOTEBOOK,
-    figures.FIGURES)."""
-    from ..report import figures, tables
+def owner(path):
+    """The family (or 03's "teaching", 08's stream) a result or figure file belongs to, by its name: a
+    results file starts with the family's name (init_scale.csv, layer_removal_spans.jsonl), a figure
+    with a file name of its figure's registry entry (figures.FIGURES; 03 draws the learning curves).
+    None for any other file (01 and 02's teaching figures, a file a notebook writes on its own)."""
+    from ..report import figures
 
-    after = _store_files(root, profile)
-    for o in outcomes:
-        family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
-        if family and after[family] != before[family]:
-            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
-    by_family = {families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem): o for o in outcomes if o["ok"]}
-    with _writing_where_kernels_do(env):
-        for family in families.FAMILIES:
-            if family in by_family:
-                by_family[family]["results"] += map(str, tables.write(tables.get(family, profile, progress=False),
-                                                                      profile))
-        drawn = figures.redraw(profile)
-    stems = {stem: family for family, entry in figures.FIGURES.items() for stem in [*entry.png, *entry.html]}
-    for path in drawn:
-        family = next((f for stem, f in stems.items() if Path(path).stem.startswith(stem)), None)
-        owner = by_family.get("teaching" if family == "learning_curves" else family)
-        if owner is not None:
-            owner["figures"].append(str(path))
+    path = Path(path)
+    if path.parent.parent.name == "results":
+        return next((f for f in families.PLANNED if path.stem == f or path.stem.startswith(f + "_")), None)
+    for family, entry in figures.FIGURES.items():
+        if any(path.stem.startswith(stem) for stem in [*entry.png, *entry.html]):
+            return "teaching" if family == "learning_curves" else family
+    return None
+
+
+def credit_files(outcomes, before, after):
+    """Credit each notebook that ran with the files of its family (owner) that changed while the
+    notebooks ran (`before`, `after`: written), store files among the results. Nothing is rebuilt or
+    redrawn here: the notebooks wrote what they wrote."""
+    by_family = {families.NOTEBOOK_FAMILY[stem]: o for o in outcomes
+                 if (stem := Path(o["notebook"]).stem) in families.NOTEBOOK_FAMILY}
+    for path in sorted(p for p, when in after.items() if before.get(p) != when):
+        if (o := by_family.get(owner(path))) is not None:
+            o["figures" if path.parent.parent.name == "figures" else "results"].append(str(path))
 
 
 # ---------------------------------------------------------------- the steps of the command
@@ -310,9 +309,8 @@ def kernel_env(profile, out=None, jobs=1):
 
 
 def _writing_where_kernels_do(env):
-    """Our environment with the kernels' ADAPTERLAB_OUT, for the steps that run in this process (the
-    sweep, whose workers inherit it, and the tables and figures): the result store and figures they
-    use are the kernels'."""
+    """Our environment with the kernels' ADAPTERLAB_OUT, for the sweep that runs in this process (its
+    workers inherit it): the result store it fills is the kernels'."""
     return mock.patch.dict(os.environ, {k: v for k, v in env.items() if k == "ADAPTERLAB_OUT"})
 
 
@@ -343,8 +341,8 @@ def train_first(profile, chosen, workers, since, env, progress):
     """Train the planned runs of the chosen notebooks' families before any notebook runs: `workers`
     runs side by side (sweep.py, which records that count in each run; on CPU each run gets cores //
     workers threads), records made before `since` (ISO text; None: none) counting as missing. The
-    notebooks then train nothing: they read the runs (04 also scores its spans). Returns the sweep's
-    exit status (0 when no chosen notebook has a plan)."""
+    sweep also scores 04's spans (units of its plan), so the notebooks train and score nothing: they
+    read. Returns the sweep's exit status (0 when no chosen notebook has a plan)."""
     from ..experiments import sweep as sweep_module
 
     if since:
@@ -361,7 +359,7 @@ def train_first(profile, chosen, workers, since, env, progress):
 def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
     """One job (what run_notebook takes: a picklable dict) per chosen notebook. Papermill injects `profile`,
     and `fresh`: the since time when this run retrains (the kernels' stores then ignore the records the sweep
-    ignored, and 04 scores again the spans stored before it), else False."""
+    ignored, and find the ones it made), else False."""
     return [dict(notebook=str(nb), output=str(out_dir / nb.name), env=env, cwd=str(notebooks_dir),
                  parameters=dict(profile=profile, fresh=since or False), timeout=timeout or None) for nb in chosen]
 
@@ -495,7 +493,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
 
     First the chosen notebooks' planned runs that the store lacks are trained (train_first, a sweep),
-    then the notebooks run and read them, then the tables and figures are rebuilt from the store.
+    then the notebooks run, read them and write their tables and figures (credited to them: credit_files).
 
     profile        smoke | default | paper
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
@@ -543,8 +541,8 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
               f"{since} to resume" if since else f"regenerate: training stopped (status {status}); rerun to resume",
               file=sys.stderr)
         return status
-    before = _store_files(root, profile)
+    before = written(root, profile)
     outcomes = run_notebooks(notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout), jobs,
                              progress, desc=f"regenerate {profile}")
-    collect_files(outcomes, profile, root, before, env)
+    credit_files(outcomes, before, written(root, profile))
     return report(outcomes, root, out_dir, profile, since)

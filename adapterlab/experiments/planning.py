@@ -12,7 +12,9 @@ the result store. Learning rates chosen on validation are an explicit input, so 
 same for a caller that only looks records up (findings, the dry run, the sweep's "what is missing").
 
 Also here: the run configs of notebook 03 (teaching_config), which runs keep their adapter
-(keeps_adapter), and one line per run (describe). What a plan costs is in costs.py.
+(keeps_adapter), one line per run (describe), and the units of work the runners run (work): one per
+training run, and for layer removal one more per task, scoring the spans of the run it ablates
+(scored_runs) once that run is stored. What a plan costs is in costs.py.
 """
 import math
 from dataclasses import replace
@@ -112,6 +114,13 @@ def plan_from(profile, family, lookup):
 def store_lookup(store, profile, family):
     """config -> its record in `store` (or None): the lookup plan_from takes."""
     return lambda config: store.get(run_key(config, profile, family), family)
+
+
+def records_lookup(records):
+    """config -> its record among `records` (or None): the lookup of a table built from records alone."""
+    # through RunConfig, so that a record made before a setting was added matches the config that has it
+    by_config = {config_key(T.RunConfig.from_dict(r["config"]).to_dict()): r for r in records}
+    return lambda config: by_config.get(config_key(config.to_dict()))
 
 
 # ----------------------------------------------------------------------------- run configs
@@ -363,22 +372,72 @@ def plan(profile=None, family="layer_removal", chosen=None):
 
 # ----------------------------------------------------------------------------- work: what the runners run
 
+def training_unit(profile, family, config, control=False, keep_adapter=None):
+    """One training run as a unit of work (work.Work), keyed by run_key. Its adapter is saved beside
+    the record when the family keeps it (keeps_adapter), or as keep_adapter says."""
+    p = profiles_module.resolve(profile)
+    key = run_key(config, p, family)
+    save = keeps_adapter(p, family, config) if keep_adapter is None else keep_adapter
+    spec = {"step": "train", "config": config.to_dict(), "eval_size": eval_size(p, family), "save": save}
+    return Work(family, key, spec, marker=ADAPTER_CONFIG if save else None, control=control, label=describe(config))
+
+
 def _training_work(p, family, store):
     """A training family's plan as units of work: one per run, none needing another's files."""
     chosen = chosen_from(p, family, store_lookup(store, p, family))
     controls = {config_key(run_key(c, p, family)) for _, c in budget_controls(p, family, chosen)}
-    units = []
-    for config in plan(p, family, chosen):
-        key, save = run_key(config, p, family), keeps_adapter(p, family, config)
-        spec = {"step": "train", "config": config.to_dict(), "eval_size": eval_size(p, family), "save": save}
-        units.append(Work(family, key, spec, marker=ADAPTER_CONFIG if save else None,
-                          control=config_key(key) in controls, label=describe(config)))
-    return units
+    return [training_unit(p, family, config, control=config_key(run_key(config, p, family)) in controls)
+            for config in plan(p, family, chosen)]
+
+
+# ----------------------------------------------------------------------------- layer removal's spans
+
+SPANS = "layer_removal_spans"  # the store file of the span scores: evaluation of a stored adapter, no training
+
+
+def best_runs(records):
+    """{task: its record best on validation} (the first best on a tie), tasks in first-seen order: the run
+    whose adapters layer removal takes out, span by span."""
+    by_task = {}
+    for r in records:
+        by_task.setdefault(r["task"], []).append(r)
+    return {task: max(runs, key=lambda r: r["validation"]) for task, runs in by_task.items()}
+
+
+def scored_runs(profile, store):
+    """{task: RunConfig} of the runs whose spans layer removal scores: per task, the best on validation
+    (best_runs) of the family's runs (budget controls aside), once every run of that task is stored."""
+    p = profiles_module.resolve(profile)
+    lookup = store_lookup(store, p, "layer_removal")
+    found = [(c, lookup(c)) for c in _PLANS["layer_removal"](p, chosen_from(p, "layer_removal", lookup))]
+    waiting = {c.task for c, r in found if r is None}
+    best = best_runs([r for c, r in found if c.task not in waiting])
+    return {task: next(c for c, r in found if r is record) for task, record in best.items()}
+
+
+def span_key(profile, config):
+    """The store key of a run's span scores: the run's key, the split scored, the evaluation cap."""
+    cap = eval_size(profile, "layer_removal")
+    return {"run": run_key(config, profile, "layer_removal"), "split": "validation", "eval_size": cap}
+
+
+def span_unit(profile, config):
+    """Scoring the spans of one stored run (removal.evaluate_spans) as a unit of work: it reads the run's
+    saved adapter, so the run is its need (work.ready trains the run again when the adapter is gone)."""
+    p = profiles_module.resolve(profile)
+    spec = {"step": "spans", "config": config.to_dict(), "eval_size": eval_size(p, "layer_removal")}
+    return Work(SPANS, span_key(p, config), spec, needs=(training_unit(p, "layer_removal", config),),
+                label=f"spans of {describe(config)}")
+
+
+def _layer_removal_work(p, family, store):
+    """Layer removal's training runs, then one span unit per task whose runs are all stored."""
+    return _training_work(p, family, store) + [span_unit(p, c) for c in scored_runs(p, store).values()]
 
 
 # family -> its units of work given what the store holds (the choices made on its stored grids; the
-# stream's recall steps keyed by its stored adapters)
-_WORK = {**{family: _training_work for family in TRAINED},
+# runs layer removal scores; the stream's recall steps keyed by its stored adapters)
+_WORK = {**{family: _training_work for family in TRAINED}, "layer_removal": _layer_removal_work,
          STREAM: lambda p, family, store: stream.steps(p, store)}
 
 

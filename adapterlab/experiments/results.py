@@ -15,8 +15,10 @@ Design choices, and why:
   writer is killed mid-write. Files hold a few hundred lines, so rewriting is cheap.
 - The read-modify-write happens under an exclusive `fcntl.flock` on `root/.lock`, so two processes (notebooks
   run in parallel) never lose each other's records. Reads take no lock: thanks to `os.replace` they are safe.
-- Training (`fn` in get_or_run) runs *outside* the lock, so parallel sweeps do not wait on each other. If two
-  processes happen to compute the same config, the second put replaces the first: still one line per key.
+- The store only reads and writes records: whoever runs a unit of work (running.run_unit, the sweep's
+  driver) trains outside the lock and puts the record after, so parallel runs do not wait on each other.
+  If two processes happen to compute the same config, the second put replaces the first: still one line
+  per key. A unit's files (a saved adapter) live beside the store, in the folder work.folder names.
 - A line that is not valid JSON (hand edits, a file copied mid-write) is reported with a warning naming the
   file and line number, skipped, and the run counts as missing so it gets recomputed. We keep such lines in
   the file (put copies them over unchanged): the store never deletes text it did not understand. Delete the
@@ -32,8 +34,8 @@ Design choices, and why:
   cannot change the cache.
 - A store can be told to ignore records made before a time (`since`): those runs count as missing and are
   retrained, and their lines are replaced when the new record is put. The functions that train
-  (running.run_plan, tables.get, sweep.sweep, regenerate) take `fresh` and turn it into that time once per
-  call (fresh_since): True means "before this call began", so every run retrains exactly once however often
+  (running.run_plan, running.run_config, sweep.sweep, regenerate) take `fresh` and turn it into that time
+  once per call (fresh_since): True means "before this call began", so every run retrains exactly once however often
   the call meets it, and an ISO time means "before then", which is how an interrupted from-scratch run
   resumes: what was retrained after that time is kept.
 """
@@ -46,7 +48,6 @@ import json
 import math
 import os
 import re
-import shutil
 import warnings
 from pathlib import Path
 
@@ -270,45 +271,6 @@ class ResultStore:
                 out.append(new_line)
             atomic_write(path, "".join(line + "\n" for line in out))
         return entry
-
-    def prune(self, family, keep):
-        """Delete the records whose key is not in `keep` (a set of keys), and their checkpoint folders;
-        return how many records went.
-
-        For retiring the records of an earlier protocol once its successor is complete (git history
-        keeps them). Lines we cannot use are copied over unchanged, as put() does.
-        """
-        path = self.path(family)
-        with _lock(self.root):
-            lines = self._parse(family, use_cache=False)
-            out = [line for line, e in lines if e is None or e["key"] in keep]
-            gone = [e["key"] for _, e in lines if e is not None and e["key"] not in keep]
-            if gone:
-                atomic_write(path, "".join(line + "\n" for line in out))
-            for key in gone:  # a checkpoint belongs to its record (checkpoint_dir names it by the key)
-                shutil.rmtree(self.root / "checkpoints" / key, ignore_errors=True)
-        return len(gone)
-
-    # --- the main entry point ---------------------------------------------------
-
-    def get_or_run(self, config, fn, family="runs"):
-        """The stored record (made at or after `since`), or fn()'s (stored first).
-
-        fn runs outside the lock (training may take minutes). If it raises, nothing is written. The returned
-        record is always the JSON round trip (tuples become lists), so a cached and a new record look the same.
-        """
-        config_key(config)  # reject a bad config before spending time on fn
-        record = self.get(config, family)
-        if record is not None:
-            return record
-        record = fn()
-        return self.put(config, record, family)["record"]
-
-    def checkpoint_dir(self, config):
-        """root/checkpoints/<key>/, created: where a run's adapter weights may go."""
-        d = self.root / "checkpoints" / config_key(config)
-        d.mkdir(parents=True, exist_ok=True)
-        return d
 
     def __repr__(self):
         return f"ResultStore({str(self.root)!r})"

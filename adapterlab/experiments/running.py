@@ -1,13 +1,15 @@
 """Running a plan: make what the result store lacks, in plan order, and hand back the records.
 
-    records = running.run_plan(profile, "init_scale")      # trains only the missing runs
-    record = running.run_one(config, eval_size=500)         # one run: train.run + how it was timed
+    records = running.run_plan(profile, "init_scale")       # trains only the missing runs
+    records = running.records(profile, "init_scale")        # reads them; names what is missing
+    record = running.run_config(profile, "init_scale", config)   # one run more, keyed like the plan's
+    record = running.run_one(config, eval_size=500)          # one run: train.run + how it was timed
 
 A plan is a list of units of work (planning.work, work.Work) for every family alike: notebook 08's
-steps as much as 06's training runs. run_plan runs the ready ones here, one after the other, through
-the one worker function (execute) the sweep (sweep.py) runs in parallel, and stores what comes back
-the way the sweep does (store_result). The notebooks call it through tables.get, whose `fresh`
-parameter becomes the store's `since` here (store_of, results.fresh_since).
+steps as much as 06's training runs and 04's span scores. run_plan runs the ready ones here, one
+after the other, through the one worker function (execute) the sweep (sweep.py) runs in parallel, and
+stores what comes back the way the sweep does (store_result). The notebooks call run_plan, then read
+the tables (report.tables.get); `fresh` becomes the store's `since` here (store_of, results.fresh_since).
 """
 import platform
 import shutil
@@ -21,6 +23,7 @@ from tqdm.auto import tqdm
 from . import planning, rules, stream, work
 from . import profiles as profiles_module
 from ..methods.atomic import atomic_write
+from ..training import removal
 from ..training import train as T
 from .results import ResultStore, fresh_since
 
@@ -69,8 +72,15 @@ def _train(spec, needs, out):
                    save_to=out if spec["save"] else None, workers=spec.get("workers", 1))
 
 
+def _spans(spec, needs, out):
+    """The worker of a span unit (planning.span_unit): every span of the run's saved adapter (its need's
+    files) scored on validation."""
+    return removal.evaluate_spans(T.RunConfig.from_dict(spec["config"]), needs[0], spec["eval_size"],
+                                  progress=spec.get("progress", False))
+
+
 # a unit's spec["step"] -> its worker(spec, folders of its needs' files, folder for its own files)
-STEPS = {"train": _train, **stream.STEPS}
+STEPS = {"train": _train, "spans": _spans, **stream.STEPS}
 
 
 def pack(unit, store, **extra):
@@ -125,12 +135,19 @@ def drop_unneeded(store, units):
 
 # ----------------------------------------------------------------------------- a plan, in this process
 
+def _family_records(store, units, family):
+    """The stored records of the family's own units (budget controls and further steps, such as layer
+    removal's span scores, aside), in plan order."""
+    return [r for u in units if u.family == family and not u.control and (r := store.get(u.key, family)) is not None]
+
+
 def run_plan(profile, family, fresh=False, progress=True):
     """Records of a family's plan, in plan order, made where the store lacks them: run the ready units
     (work.ready), store them, and ask the planner again, until nothing is ready. Asking again is how
-    the learning rates chosen on stored grids add their runs, and how a chain of steps grows. The
-    plan's budget controls run too but are not among the records returned (tables.budget_control
-    reads them). `fresh` becomes one time for the whole call, so each unit reruns once."""
+    the learning rates chosen on stored grids add their runs, how layer removal adds its span scores
+    and how a chain of steps grows. The plan's budget controls and span scores run too but are not
+    among the records returned (the tables read them). `fresh` becomes one time for the whole call, so
+    each unit reruns once."""
     p = profiles_module.resolve(profile)
     store = store_of(p, fresh)
     done = set()
@@ -145,4 +162,39 @@ def run_plan(profile, family, fresh=False, progress=True):
     bar.close()
     units = planning.work(p, family, store)
     drop_unneeded(store, units)
-    return [r for u in units if not u.control and (r := store.get(u.key, family)) is not None]
+    return _family_records(store, units, family)
+
+
+def records(profile, family):
+    """The records of a family's plan, in plan order (budget controls and span scores aside), read from
+    the store, which must hold every unit of the plan; a ValueError names what it lacks and the fix."""
+    p = profiles_module.resolve(profile)
+    store = store_of(p)
+    units = planning.work(p, family, store)
+    lacking = [str(u) for u in units if store.get(u.key, u.family) is None]
+    if lacking:
+        raise ValueError(f"the {p.name} store lacks {len(lacking)} unit(s) of the {family} plan (e.g. {lacking[0]}); "
+                         f"run running.run_plan({p.name!r}, {family!r}) or "
+                         f"`python -m adapterlab sweep --profile {p.name} --only {family}`")
+    return _family_records(store, units, family)
+
+
+# ----------------------------------------------------------------------------- one more run
+
+def run_config(profile, family, config, fresh=False, progress=True, keep_adapter=None):
+    """The record of one training run keyed as the family's plan keys it (planning.training_unit), run
+    here as a unit of work and stored when the store lacks it, or has it without the adapter it keeps
+    (work.usable): a notebook's one run more (another std, a chosen method). keep_adapter: save the
+    adapter (None: when the family keeps it, planning.keeps_adapter); saved_files finds it. `fresh`
+    (results.fresh_since; pass the same time to several calls so that each run retrains once)."""
+    store = store_of(profile, fresh)
+    unit = planning.training_unit(profile, family, config, keep_adapter=keep_adapter)
+    if not work.usable(store, unit):
+        run_unit(store, unit, progress)
+    return store.get(unit.key, family)
+
+
+def saved_files(profile, family, config):
+    """The folder of the files a stored run of the family left (its adapter, when it keeps one)."""
+    p = profiles_module.resolve(profile)
+    return work.folder(store_of(p), planning.training_unit(p, family, config))

@@ -12,9 +12,9 @@ store and train nothing. Design choices, and why:
 - Workers only compute. A run's record (and, for layer removal and 03's adapter swap, its adapter
   weights as bytes) comes back to the driver, and the driver alone writes the result store (atomic,
   as ever). A Ray cluster therefore needs no shared filesystem, and two workers never race on a file.
-- Layer removal has a second stage (scoring every span of removed adapters on the best run). The
-  sweep trains the runs and stores each adapter in the store's checkpoint folder; notebook 04 (or
-  tables.score_spans) scores the spans from that checkpoint: evaluation only, no training.
+- Layer removal has a second stage (scoring every span of removed adapters on the best run): once a
+  task's runs are stored, the planner adds a span unit that needs the best run, and the sweep runs it
+  like any unit, its worker getting that run's adapter as bytes: evaluation only, no training.
 - Learning rates chosen on validation are a second stage: the first wave trains the grids (and
   every run that needs no choice); then planning.plan_from chooses on the stored grids and the sweep
   trains what the choices add. The sweep depends on planning (and running.run_one) only.

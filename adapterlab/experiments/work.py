@@ -58,10 +58,16 @@ def has_files(store, unit):
     return unit.marker is None or (folder(store, unit) / unit.marker).exists()
 
 
+def usable(store, unit):
+    """Whether a unit that something reads is there to read: its record stored and its files complete.
+    A stored record whose files are gone is not: the unit runs again and its record is replaced."""
+    return store.get(unit.key, unit.family) is not None and has_files(store, unit)
+
+
 def ready(units, store):
     """The units to run now, in plan order: those the store lacks whose needs are stored with their
-    files, and any stored need whose files are gone (it runs again and its record is replaced). Ask
-    again after running them: a chain of steps grows one link at a time."""
+    files, and any stored need whose files are gone (usable). Ask again after running them: a chain
+    of steps grows one link at a time."""
     stored = {u.id for u in units if store.get(u.key, u.family) is not None}
     todo = {}
     for unit in units:
@@ -69,10 +75,10 @@ def ready(units, store):
             continue
         waiting = False
         for need in unit.needs:
-            if need.id not in stored and store.get(need.key, need.family) is None:
-                waiting = True
-            elif not has_files(store, need):
-                waiting = True
+            if usable(store, need):
+                continue
+            waiting = True
+            if store.get(need.key, need.family) is not None:  # stored, its files gone: run it again
                 todo.setdefault(need.id, need)
         if not waiting:
             todo.setdefault(unit.id, unit)

@@ -143,12 +143,6 @@ def write(profile="default", root=None):
     atomic_write(readme, pattern.sub(lambda _: f"{BEGIN}\n{claims_summary(profile)}{END}", text))
 
 
-def readme_section(path=None):
-    """The text between the README's claims markers (what write wrote)."""
-    text = Path(path or profiles.project_root() / "README.md").read_text()
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m adapterlab.report.document", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="default")

@@ -13,7 +13,8 @@ interactive HTML, and adapterlab.report.widgets lists the same views, so the thr
                                    python -m adapterlab.report.figures --profile default
 
 The teaching figures of notebooks 01-02 (kronecker_product, phm_*, methods_*, init_std_deviation)
-illustrate code the notebook builds in front of the reader, so they stay drawn there.
+illustrate code the notebook builds in front of the reader, so they stay drawn there; notebook 01's
+explorer of the same measurement is a definition here (init_std_deviation), which writes no file.
 """
 import argparse
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ class View:
     xticks: list | None = None  # exactly these x ticks (few sizes on a log axis)
     sizes: list = field(default_factory=list)  # a key of marker areas: (label, area)
     task: str = ""
+    ylog: bool = False
 
 
 @dataclass
@@ -148,6 +150,36 @@ def _majority(rows, color="#808080"):
     if "baseline" in rows and rows["baseline"].notna().any():
         return [("majority class", float(rows["baseline"].mean()) * SCALE, color)]
     return []
+
+
+# --------------------------------------------------------------------------- near-identity init (notebook 01)
+
+
+def init_std_deviation(df):
+    """Notebook 01: how far Houlsby adapters inserted with init std σ move a frozen backbone's last hidden
+    states before any training (‖ΔH‖ / ‖H‖), one view per std of the sweep: the mean over initialisations
+    against σ with that std starred on it and, where a row has them (`per_token`: a list per row), each
+    token's own relative change at that std. Columns: init_std, seed, deviation[, per_token]."""
+    _check(df, ["init_std", "seed", "deviation"], "init_std_deviation")
+    mean, n = df.groupby("init_std")["deviation"].mean(), df["seed"].nunique()
+    curve, marked = PALETTE[0], PALETTE[1]
+    views = {}
+    for std, rows in df.groupby("init_std", sort=True):
+        tokens = next(((seed, list(v)) for seed, v in zip(rows["seed"], rows["per_token"])
+                       if isinstance(v, (list, tuple, np.ndarray))), None) if "per_token" in rows else None
+        spread = f"; tokens of seed {tokens[0]}: {min(tokens[1]):.1e} to {max(tokens[1]):.1e}" if tokens else ""
+        view = views[f"init std {std:.0e}"] = View(
+            f"Near-identity init: relative change of the last hidden states at init std {std:.0e}\n"
+            f"{mean[std]:.1e} of their size (mean of {n} initialisation(s)){spread}",
+            "adapter init std σ (log scale)", "relative change of the last hidden states (log scale)", ylog=True)
+        view.series.append(Series(f"mean of {n} initialisation(s)", list(mean.index), list(mean.values),
+                                  color=curve, marker="o"))
+        if tokens:
+            view.series.append(Series(f"each token (seed {tokens[0]})", [std] * len(tokens[1]), tokens[1],
+                                      color=marked, marker="o", line=False, area=[12] * len(tokens[1])))
+        view.series.append(Series("this init std", [std], [mean[std]], color=marked, marker="*", line=False,
+                                  area=[260]))
+    return Figure("init_std_deviation", views)
 
 
 # --------------------------------------------------------------------------- layer removal
@@ -430,6 +462,8 @@ FIGURES = {
     "learning_curves": Entry(learning_curves, "teaching.jsonl", {"learning_curves": ["training loss", "validation"]},
                              {"learning_curves": None}),
     "stream": Entry(stream, "stream.csv", STREAM_FILES, STREAM_FILES),
+    # notebook 01 draws init_std_deviation.png by hand; this definition is its explorer only: no file
+    "init_std_deviation": Entry(init_std_deviation, "init_std_deviation.csv", {}, {}),
 }
 
 

@@ -111,6 +111,8 @@ def _series(ax, view):
     for name, y, color in view.hlines:
         ax.axhline(y, color=color, ls="--" if "full" in name else ":", lw=1.2)
     ax.set_xscale("log" if view.xlog else "linear")
+    if view.ylog:
+        ax.set_yscale("log")
     if view.xticks:
         ax.set_xticks(view.xticks, [f"{v:,}" for v in view.xticks])
         ax.minorticks_off()
@@ -207,7 +209,8 @@ def _layout(view):
             "xaxis.exponentformat": "power" if view.xlog else None,
             "xaxis.tickvals": view.xticks, "xaxis.ticktext": [f"{v:,}" for v in view.xticks or []] or None,
             "shapes": [dict(type="rect", x0=_columns(h)[j] - 0.5, x1=_columns(h)[j] + 0.5, y0=h.ticks[i] - 0.5,
-                            y1=h.ticks[i] + 0.5, line=dict(color=c, width=2)) for i, j, c in h.outline] if h else []}
+                            y1=h.ticks[i] + 0.5, line=dict(color=c, width=2)) for i, j, c in h.outline] if h else [],
+            **({"yaxis.type": "log", "yaxis.exponentformat": "power"} if view.ylog else {})}
 
 
 def _traces(view):

@@ -17,7 +17,8 @@ def stored_runs(profile, family):
     """The stored records of the family's current plan (03's "teaching": the notebook's default runs)."""
     from ..experiments import planning, running  # torch and the models: only when asked
     store = running.store_of(profile)
-    return [r for unit in planning.work(profile, family, store) if (r := store.get(unit.key, family)) is not None]
+    return [r for unit in planning.work(profile, family, store)
+            if unit.family == family and (r := store.get(unit.key, family)) is not None]
 
 
 def cost(records):

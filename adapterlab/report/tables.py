@@ -1,17 +1,19 @@
 """The tables of the four figure families: stored runs in, tidy DataFrames out; write() saves them.
 
+    from adapterlab.experiments import running
     from adapterlab.report import tables
-    result = tables.get("param_performance", "default")   # trains what the store lacks, then builds
+    running.run_plan("default", "param_performance")       # trains (and scores) what the store lacks
+    result = tables.get("param_performance", "default")   # reads the store, builds the tables
     result.table, result.grid                              # one row per run; the learning-rate grid runs
     tables.write(result, "default")                        # data/results/default/param_performance*.csv
 
-get(family, profile, fresh, progress) is the one way from a family's name to its FamilyResult: it runs
-the family's plan through the result store (running.run_plan; `fresh` retrains, results.fresh_since),
-takes the family's further steps (layer removal scores spans of removed adapters: score_spans) and
-builds the table; it writes no file. The build_* functions make the tables from records alone (what
-`make figures` and the reproduction check use). write() is the one step that writes the CSVs (the
-columns of DESIGN.md "Result tables", extras after; the columns added since -- class_entropy,
-rule_version, split -- come last so the older columns keep their bytes).
+get(family, profile) is the one way from a family's name to its FamilyResult: it reads the records of
+the family's plan (running.records, which names what the store lacks), reads what the build needs
+beside them (BUILDERS: layer removal's span scores, stored by their own units of work) and builds
+the table; it trains nothing, scores nothing and writes no file. The build_* functions make the
+tables from records alone (what `make figures` and the reproduction check use). write() is the one
+step that writes the CSVs (the columns of DESIGN.md "Result tables", extras after; the columns added
+since -- class_entropy, rule_version, split -- come last so the older columns keep their bytes).
 Every table's `split` column says which split its `value` measures (families.SPLITS).
 """
 import math
@@ -24,16 +26,11 @@ from ..training import latency
 from ..experiments import planning, rules, stats
 from ..experiments import profiles as profiles_module
 from ..experiments import running
-from ..training import tasks as task_registry
 from ..training import train as T
-from ..methods.saving import ADAPTER_CONFIG, load_adapter
 from ..experiments.families import FAMILIES, SPLITS
 from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from ..methods.config import method
-from ..training.removal import layer_removal_scores, time_span_evaluation
-from ..experiments.results import config_key, fresh_since, write_csvs
-
-SPANS_FAMILY = "layer_removal_spans"  # store file of the span evaluations (no training)
+from ..experiments.results import config_key, write_csvs
 
 # Columns of the CSVs: the contract (DESIGN.md "Result tables") first, extras after.
 COLUMNS = {
@@ -122,38 +119,17 @@ def epochs_run(record):
 
 # ----------------------------------------------------------------------------- layer removal
 
-def score_spans(profile, records, fresh=False, progress=True):
-    """Houlsby Fig. 6 left/centre, the step after training: {task: span record} of the best run on
-    validation among the family's records, scored with every contiguous span of blocks [i, j] of its
-    adapters removed (removal.layer_removal_scores, cached; the adapter comes from the store's
-    checkpoint folder). Span scores are stored too (store file SPANS_FAMILY), so a rerun neither trains
-    nor scores; those stored before the time `fresh` names count as missing and are scored again."""
+def stored_spans(profile, records):
+    """{task: span record} of the runs layer removal ablated (planning.best_runs of the family's records),
+    read from the store (planning.SPANS), where their units of work (planning.span_unit) put them."""
     p = profiles_module.resolve(profile)
-    store, cap = running.store_of(p, fresh), planning.eval_size(p, "layer_removal")
-    spans = {}
-    for task, best in best_runs(records).items():
-        config = _cfg(best)
-        key = planning.run_key(config, p, "layer_removal")
-
-        def evaluate(config=config, key=key):
-            checkpoint = store.checkpoint_dir(key)
-            if not (checkpoint / ADAPTER_CONFIG).exists():  # record kept, weights lost: train it again
-                unit = next(u for u in planning.work(p, "layer_removal", store) if u.id == config_key(key))
-                running.run_unit(store, unit, progress)
-            return evaluate_spans(config, checkpoint, cap, progress)
-
-        span_key = {"run": key, "split": "validation", "eval_size": cap}  # the run's key, the split, the cap
-        spans[task] = store.get_or_run(span_key, evaluate, family=SPANS_FAMILY)
-    return spans
-
-
-def best_runs(records):
-    """{task: its record best on validation} (the first best on a tie), tasks in plan order."""
-    return {task: max(runs, key=lambda r: r["validation"]) for task, runs in _group(records, lambda r: r["task"]).items()}
+    store = running.store_of(p)
+    return {task: store.get(planning.span_key(p, _cfg(best)), planning.SPANS)
+            for task, best in planning.best_runs(records).items()}
 
 
 def build_layer_removal(profile, records, spans):
-    """The layer-removal table from the family's run records and {task: span record} (score_spans).
+    """The layer-removal table from the family's run records and {task: span record} (stored_spans).
     Houlsby Fig. 6 left/centre: the adapters of layers first..last removed, scored on validation.
 
     One row per span (i <= j), n(n+1)/2 rows per task for n blocks. Columns:
@@ -171,7 +147,7 @@ def build_layer_removal(profile, records, spans):
     timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records."""
     p = profiles_module.resolve(profile)
     rows = []
-    for task, best in best_runs(records).items():
+    for task, best in planning.best_runs(records).items():
         config, s = _cfg(best), spans[task]
         key = planning.run_key(config, p, "layer_removal")
         bits = s.get("correct", {})  # absent from span records stored before they kept it
@@ -188,31 +164,6 @@ def build_layer_removal(profile, records, spans):
     return FamilyResult("layer_removal", _frame(rows, "layer_removal"),
                         timings={k: sum(t[k] for t in timings) for k in ("cached_seconds", "naive_seconds", "examples")}
                         if timings else None)
-
-
-def evaluate_spans(config, checkpoint, cap, progress=False, device="auto"):
-    """Load the saved adapter of a trained run and score every removed span on validation."""
-    import time
-
-    start = time.perf_counter()
-    model, tokenizer, task = T.build(config)
-    load_adapter(model, checkpoint)
-    task = T.cap_eval(task, cap)
-    only_validation = replace(task, splits={"validation": task.splits["validation"]})
-    encoded = task_registry.encode(only_validation, tokenizer, max_length=config.max_length)["validation"]
-    batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)
-    scores = layer_removal_scores(model, batches, task, device=device, cached=True,
-                                  precision=config.train.precision, progress=progress)
-    seconds = time.perf_counter() - start
-    return {
-        "metric": scores.metric, "layers": scores.layers, "full": scores.full,
-        "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
-        "correct": {"full": scores.correct.get(None),
-                    "spans": [[i, j, scores.correct[(i, j)]] for i, j in sorted(scores)] if scores.correct else []},
-        "majority": task.majority_baseline("validation")[task.metric],
-        "eval_examples": len(encoded), "eval_seconds": seconds,
-        "timing": time_span_evaluation(model, batches, device, config.train.precision),
-    }
 
 
 # ----------------------------------------------------------------------------- init scale
@@ -235,13 +186,6 @@ def build_init_scale(profile, records):
 
 # ----------------------------------------------------------------------------- parameters vs performance
 
-def _entry(config):
-    """What identifies a method entry of param_performance: its config without lr and seed."""
-    d = config.to_dict()
-    d["train"] = {k: v for k, v in d["train"].items() if k not in ("lr", "seed")}
-    return config_key(d)
-
-
 def build_param_performance(profile, records):
     """Houlsby Figs. 3/4 and Compacter's trade-off: every method of the profile at the learning rate
     chosen on validation from its grid (first seed), then trained with every seed at that rate.
@@ -258,10 +202,11 @@ def build_param_performance(profile, records):
     full/layernorm/bitfit -> NaN. peak_memory_mb is CUDA's max allocated on a GPU, the process RSS on
     CPU (coarse there). grid: every grid run (task, label, lr, seed, validation, value, ..., chosen)."""
     rows, grid_rows = [], []
-    for runs in _group(records, lambda r: _entry(_cfg(r))).values():  # entry -> its records, in plan order
+    choices = planning.chosen_from(profile, "param_performance", planning.records_lookup(records))
+    for entry, runs in _group(records, lambda r: planning.grid_id(r["config"])).items():  # in plan order
         first_seed = runs[0]["config"]["train"]["seed"]
         trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
-        [chosen] = planning.choose_lrs(trials).values()
+        chosen = choices[entry]
         lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
         grid_rows += [dict(task=r["task"], label=method_label(_method(_cfg(r))), method=r["method"],
                            validation=r["validation"], value=r["test"], **run_columns(r),
@@ -388,10 +333,11 @@ def build_low_resource(profile, records):
     seed, the 100 examples are among the 500, and so on. grid: the grid runs with their choice."""
     s = profiles_module.resolve(profile).low_resource
     rows, grid_rows = [], []
+    choices = planning.chosen_from(profile, "low_resource", planning.records_lookup(records))
     for (task, name), runs in _group(records, lambda r: (r["task"], r["method"])).items():
         trials = [r for r in runs if s.lr_grid.get(name) and _cfg(r).train_size == s.lr_choice_size
                   and r["config"]["train"]["seed"] in s.choice_seeds()]
-        chosen = next(iter(planning.choose_lrs(trials).values())) if trials else runs[0]["config"]["train"]["lr"]
+        chosen = choices[planning.grid_id(runs[0]["config"])]  # the first run is stage 1's: a trial, or the one rate
         lr_grid = " ".join(dict.fromkeys(f"{r['config']['train']['lr']:g}" for r in trials))
         grid_rows += [dict(task=task, method=name, train_size=_cfg(r).train_size, validation=r["validation"],
                            value=r["test"], **run_columns(r), chosen=r["config"]["train"]["lr"] == chosen)
@@ -430,8 +376,7 @@ def budget_control(profile, family):
 
     p = profiles_module.resolve(profile)
     lookup = planning.store_lookup(running.store_of(p), p, family)
-    stage1 = [(c, lookup(c)) for c in planning.plan(p, family)]
-    chosen = planning.choose_lrs([r for _, r in stage1 if r is not None])
+    chosen = planning.chosen_from(p, family, lookup)
     entries = [str(e) for e in p.settings(family).budget_control]
     rows = []
     for base, control in planning.budget_controls(p, family, chosen):
@@ -453,27 +398,25 @@ def budget_control(profile, family):
 
 # ----------------------------------------------------------------------------- by name, and writing
 
-# family -> (its build_* function, the steps between training and building: each takes (profile, records,
-# fresh, progress) and returns one more argument of the build, after profile and records)
-BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
+# family -> (its build_* function, what the build reads beside the family's records: each takes (profile,
+# records) and returns one more argument of the build, after profile and records)
+BUILDERS = {"layer_removal": (build_layer_removal, [stored_spans]),
             "init_scale": (build_init_scale, []),
             "param_performance": (build_param_performance, []),
             "low_resource": (build_low_resource, [])}
 
 
-def get(family, profile=None, fresh=False, progress=True):
-    """One family's FamilyResult by name: its plan trained where the store lacks it (running.run_plan),
-    its further steps taken (BUILDERS: layer removal scores its spans), the table built and its budget
-    controls added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
-    span) stored before this call, an ISO 8601 time those stored before it (results.fresh_since)."""
+def get(family, profile=None):
+    """One family's FamilyResult by name, from the store: the records of its plan (running.records: a
+    ValueError names what the store lacks and how to make it), what its build reads beside them
+    (BUILDERS: layer removal's span scores), the table built and its budget controls added
+    (budget_control). Nothing trains here: running.run_plan (or the sweep) makes the records first."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     p = profiles_module.resolve(profile)
-    fresh = fresh_since(fresh)  # one time for training and every step after it
-    records = running.run_plan(p, family, fresh, progress)
-    build, steps = BUILDERS[family]
-    extra = [step(p, records, fresh, progress) for step in steps]
-    return replace(build(p, records, *extra), budget=budget_control(p, family))
+    records = running.records(p, family)
+    build, reads = BUILDERS[family]
+    return replace(build(p, records, *[read(p, records) for read in reads]), budget=budget_control(p, family))
 
 
 def write(result, profile=None):

@@ -2,15 +2,19 @@
 
     scores = removal.layer_removal_scores(model, batches, task)   # SpanScores {(i, j): metric}, .full, .correct
     logits, labels, L = removal.span_logits(model, batches)        # the same, before scoring
+    record = removal.evaluate_spans(config, adapter_folder, eval_size)   # a trained run's spans, as stored
 
 The engine behind Houlsby Fig. 6 (left/centre), beside inject.adapters_disabled, which it uses: one
 forward pass per span with the span's adapters off (cached=False), or the same numbers from cached
 prefixes (cached=True): the states entering each block are computed once per batch, and only the
 blocks from a span's first layer up are run again. Only BERT-family encoder classifiers.
-Which trained run is ablated, and the table of its spans, are tables.score_spans' and build_layer_removal's business.
+evaluate_spans is the worker of layer removal's second unit of work (running.STEPS["spans"]): which
+trained run it ablates is the planner's choice (planning.scored_runs), the table of its spans
+tables.build_layer_removal's.
 """
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -20,6 +24,7 @@ from tqdm.auto import tqdm
 from . import tasks as task_registry
 from . import train as T
 from ..methods.inject import adapters_disabled
+from ..methods.saving import load_adapter
 
 
 class SpanScores(dict):
@@ -179,3 +184,29 @@ def time_span_evaluation(model, batches, device="auto", precision="fp32", n_batc
         seconds[cached] = time.perf_counter() - start
     return {"cached_seconds": seconds[True], "naive_seconds": seconds[False],
             "examples": int(sum(len(g) for g in sample.groups)), "speedup": seconds[False] / seconds[True]}
+
+
+def evaluate_spans(config, adapter_folder, eval_size, progress=False, device="auto"):
+    """The span record of a trained run (train.RunConfig `config`, its adapter saved in `adapter_folder`):
+    every removed span scored on the validation split capped at eval_size, with the per-example bits,
+    the majority-class score on the same examples, and a cached-against-naive timing on a sample of
+    batches (time_span_evaluation) for notebook 04 to print."""
+    start = time.perf_counter()
+    model, tokenizer, task = T.build(config)
+    load_adapter(model, adapter_folder)
+    task = T.cap_eval(task, eval_size)
+    only_validation = replace(task, splits={"validation": task.splits["validation"]})
+    encoded = task_registry.encode(only_validation, tokenizer, max_length=config.max_length)["validation"]
+    batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)
+    scores = layer_removal_scores(model, batches, task, device=device, cached=True,
+                                  precision=config.train.precision, progress=progress)
+    seconds = time.perf_counter() - start
+    return {
+        "metric": scores.metric, "layers": scores.layers, "full": scores.full,
+        "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
+        "correct": {"full": scores.correct.get(None),
+                    "spans": [[i, j, scores.correct[(i, j)]] for i, j in sorted(scores)] if scores.correct else []},
+        "majority": task.majority_baseline("validation")[task.metric],
+        "eval_examples": len(encoded), "eval_seconds": seconds,
+        "timing": time_span_evaluation(model, batches, device, config.train.precision),
+    }

@@ -176,9 +176,36 @@ def test_regenerate_reports_a_failing_notebook_and_keeps_going(tiny_notebooks, t
     assert written.loc[0, "profile"] == SMOKE and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]{8}\+00:00", written.loc[0, "fresh"])
     assert Path(written.loc[0, "cwd"]) == tiny_notebooks  # kernels run in notebooks/
     assert re.search(r"02_fine\s+ok", printed) and re.search(r"01_boom\s+FAILED", printed), printed
-    # the table credits files by the figure registry and the families' tables (no guessing from file times),
+    # the table credits a family's notebook with the files named after the family or its figures (regenerate.owner),
     # so a file a notebook writes on its own is not listed
     assert not re.search(r"wrote:.*fine\.csv", printed), printed
+
+
+def test_each_notebook_is_credited_with_the_changed_files_of_its_family_and_nothing_is_redrawn(tmp_path):
+    from adapterlab.course import regenerate as module
+
+    results, figures = tmp_path / "data" / "results" / SMOKE, tmp_path / "figures" / SMOKE
+    names = ["results/layer_removal.jsonl", "results/layer_removal_spans.jsonl", "results/layer_removal.csv",
+             "results/init_scale.csv", "results/init_std_deviation.csv", "results/fine.csv",
+             "figures/layer_removal_heatmap.png", "figures/learning_curves.html", "figures/kronecker_product.png"]
+    paths = [(results if name.startswith("results") else figures) / name.split("/")[1] for name in names]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("old")
+        os.utime(path, ns=(1, 1))
+    before = module.written(tmp_path, SMOKE)
+    for path in paths:
+        if path.name != "init_scale.csv":  # every file but this one written again by the notebooks
+            os.utime(path, ns=(2, 2))
+    outcomes = [dict(notebook=f"notebooks/{stem}.ipynb", figures=[], results=[])
+                for stem in ("01_bottleneck_adapter", "03_training_adapters", "04_layer_removal", "05_init_scale")]
+    module.credit_files(outcomes, before, module.written(tmp_path, SMOKE))
+    credited = {Path(o["notebook"]).stem[:2]: sorted(Path(p).name for p in o["results"] + o["figures"])
+                for o in outcomes}
+    assert credited == {"01": [], "03": ["learning_curves.html"], "05": [],
+                        "04": ["layer_removal.csv", "layer_removal.jsonl", "layer_removal_heatmap.png",
+                               "layer_removal_spans.jsonl"]}
+    assert all(path.read_text() == "old" for path in paths)  # credited as they are: nothing rebuilt or redrawn
 
 
 def test_fresh_reaches_the_kernels_as_the_time_the_sweep_retrained_from(tiny_notebooks, tmp_path, capsys):

@@ -16,7 +16,7 @@ from adapterlab.training import removal
 from adapterlab.experiments import stats
 from adapterlab.report import tables
 from adapterlab.experiments.families import FAMILIES, TRAINED
-from adapterlab.experiments.results import ResultStore
+from adapterlab.experiments.results import ResultStore, config_key
 from adapterlab.training import train as T
 from adapterlab.training.backbones import load_backbone
 from adapterlab.methods.inject import adapt, adapters
@@ -55,7 +55,9 @@ def smoke(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ADAPTERLAB_OUT", str(out))
         counter = Counter(mp)
-        results = {family: tables.get(family, "smoke", progress=False) for family in FAMILIES}
+        for family in FAMILIES:
+            running.run_plan("smoke", family, progress=False)
+        results = {family: tables.get(family, "smoke") for family in FAMILIES}
         for result in results.values():
             tables.write(result, "smoke")
         frames = {family: r.table for family, r in results.items()}
@@ -93,7 +95,7 @@ def test_layer_removal_table(smoke):
     assert timings["cached_seconds"] > 0 and timings["naive_seconds"] > 0 and timings["examples"] > 0
     # the span evaluation is stored, and the adapter checkpoint sits in the store's folder
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
-    assert len(store.records(tables.SPANS_FAMILY)) == 1
+    assert len(store.records(planning.SPANS)) == 1
     [run] = store.records("layer_removal")
     assert (store.root / "checkpoints" / run["key"] / "adapter.safetensors").is_file()
     # the no-removal score is the trained run's best validation score (same examples, same batches)
@@ -124,38 +126,61 @@ def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
     def no_span_evaluation(*a, **k):
         raise AssertionError("span scores should come from the store")
 
-    monkeypatch.setattr(tables, "layer_removal_scores", no_span_evaluation)
+    monkeypatch.setattr(removal, "evaluate_spans", no_span_evaluation)
     for family in FAMILIES:
-        again = tables.get(family, "smoke", progress=False)
-        pd.testing.assert_frame_equal(again.table, smoke["frames"][family])
+        running.run_plan("smoke", family, progress=False)
+        pd.testing.assert_frame_equal(tables.get(family, "smoke").table, smoke["frames"][family])
     assert counter.calls == before  # nothing trained
-    tables.get("init_scale", "smoke", fresh=True, progress=False)
+    running.run_plan("smoke", "init_scale", fresh=True, progress=False)
     assert counter.calls == before + len(planning.plan("smoke", "init_scale"))
 
 
 def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smoke):
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
-    store.path(tables.SPANS_FAMILY).unlink()
+    store.path(planning.SPANS).unlink()
+    with pytest.raises(ValueError, match=r"lacks 1 unit\(s\) of the layer_removal plan \(e\.g\. layer_removal_spans "
+                                         r"\w+: spans of .*\); run running\.run_plan\('smoke', 'layer_removal'\)"):
+        tables.get("layer_removal", "smoke")  # a table reads; it scores nothing
     before = smoke["counter"].calls
-    df = tables.get("layer_removal", "smoke", progress=False).table
+    running.run_plan("smoke", "layer_removal", progress=False)
     assert smoke["counter"].calls == before
-    pd.testing.assert_frame_equal(df, smoke["frames"]["layer_removal"])
+    pd.testing.assert_frame_equal(tables.get("layer_removal", "smoke").table, smoke["frames"]["layer_removal"])
 
 
 def _fake_training(monkeypatch, tmp_path):
     """running.run_one replaced by a stand-in that trains nothing (validation: the rate, so every grid
-    has a choice), in a store under tmp_path; returns the list of the configs' keys it was called for."""
+    has a choice; an adapter config file where one is to be saved), in a store under tmp_path; returns
+    the list of the configs' keys it was called for."""
     from adapterlab.experiments.results import config_key
+    from adapterlab.methods.saving import ADAPTER_CONFIG
 
     monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     trained = []
 
-    def run_one(config, eval_size=None, **kw):
+    def run_one(config, eval_size=None, save_to=None, **kw):
         trained.append(config_key(config.to_dict()))
+        if save_to is not None:
+            (save_to / ADAPTER_CONFIG).write_text("{}")
         return {"config": config.to_dict(), "task": config.task, "validation": config.train.lr}
 
     monkeypatch.setattr(running, "run_one", run_one)
     return trained
+
+
+def _fake_scoring(monkeypatch):
+    """removal.evaluate_spans replaced by a stand-in; returns the list of the configs it scored, each
+    checked to come with its run's adapter (the need's files, handed to the worker)."""
+    from adapterlab.methods.saving import ADAPTER_CONFIG
+
+    scored = []
+
+    def evaluate_spans(config, adapter_folder, eval_size, progress=False):
+        assert (adapter_folder / ADAPTER_CONFIG).read_text() == "{}"
+        scored.append(config)
+        return {"eval_size": eval_size}
+
+    monkeypatch.setattr(removal, "evaluate_spans", evaluate_spans)
+    return scored
 
 
 def _age(folder, created="2020-01-01T00:00:00+00:00"):
@@ -181,39 +206,80 @@ def test_fresh_retrains_every_stored_run_exactly_once_in_one_run_plan_call(tmp_p
     assert len(trained) == 2 * n  # resuming from an earlier time: everything is newer, nothing trains
 
 
-def test_layer_removal_rescores_spans_stored_before_the_fresh_time(tmp_path, monkeypatch):
-    from adapterlab.methods.saving import ADAPTER_CONFIG
+def test_layer_removal_scores_the_best_run_of_each_task_once_and_again_when_fresh(tmp_path, monkeypatch):
+    trained, scored = _fake_training(monkeypatch, tmp_path), _fake_scoring(monkeypatch)
+    p = replace(SMOKE, layer_removal=replace(SMOKE.layer_removal, lrs=(1e-3, 3e-3)))  # two runs per task
+    records = running.run_plan(p, "layer_removal", progress=False)
+    store = running.store_of(p)
+    best = planning.best_runs(records)
+    assert {task: r["config"]["train"]["lr"] for task, r in best.items()} == {t: 3e-3 for t in p.tasks}
+    assert [c.to_dict() for c in scored] == [r["config"] for r in best.values()]  # the best run of each task
+    assert {e["key"] for e in store.records(planning.SPANS)} == {  # keyed by the run's key, split and cap
+        config_key(planning.span_key(p, c)) for c in planning.scored_runs(p, store).values()}
+    n = len(trained)
+    running.run_plan(p, "layer_removal", progress=False)
+    assert len(scored) == len(best) and len(trained) == n  # stored: read back
+    _age(profiles.results_dir(p))
+    running.run_plan(p, "layer_removal", fresh=True, progress=False)
+    assert len(scored) == 2 * len(best) and len(trained) == 2 * n
 
+
+def test_spans_wait_for_every_run_of_their_task(tmp_path, monkeypatch):
     _fake_training(monkeypatch, tmp_path)
-    scored = []
-    monkeypatch.setattr(tables, "evaluate_spans", lambda config, checkpoint, cap, progress: scored.append(1) or {})
-    records = running.run_plan("smoke", "layer_removal", progress=False)
-    for config in planning.plan("smoke", "layer_removal"):  # the adapters the spans are scored from
-        (running.store_of("smoke").checkpoint_dir(planning.run_key(config, "smoke", "layer_removal"))
-         / ADAPTER_CONFIG).write_text("{}")
-    tasks = len(tables.best_runs(records))
-    tables.score_spans("smoke", records, progress=False)
-    tables.score_spans("smoke", records, progress=False)
-    assert len(scored) == tasks  # stored: the second call reads them
-    _age(profiles.results_dir("smoke"))
-    tables.score_spans("smoke", records, fresh=True, progress=False)
-    assert len(scored) == 2 * tasks
+    p = replace(SMOKE, layer_removal=replace(SMOKE.layer_removal, lrs=(1e-3, 3e-3)))
+    store = running.store_of(p)
+    [first, second] = planning.plan(p, "layer_removal")
+    running.run_unit(store, planning.training_unit(p, "layer_removal", first))
+    assert planning.scored_runs(p, store) == {}  # one of the task's two runs stored: no best yet
+    assert [u.kind for u in planning.work(p, "layer_removal", store)] == ["train", "train"]
+    running.run_unit(store, planning.training_unit(p, "layer_removal", second))
+    assert planning.scored_runs(p, store) == {second.task: second}
+    [spans] = [u for u in planning.work(p, "layer_removal", store) if u.kind == "spans"]
+    assert spans.family == planning.SPANS and [n.id for n in spans.needs] == [
+        planning.training_unit(p, "layer_removal", second).id]
 
 
 def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_path, monkeypatch):
-    trained = _fake_training(monkeypatch, tmp_path)  # the stand-in saves no adapter: every checkpoint is "lost"
-    monkeypatch.setattr(tables, "evaluate_spans", lambda config, checkpoint, cap, progress: {})
+    import shutil
+
+    trained, scored = _fake_training(monkeypatch, tmp_path), _fake_scoring(monkeypatch)
     records = running.run_plan("smoke", "layer_removal", progress=False)
-    n = len(trained)
-    tables.score_spans("smoke", records, progress=False)
-    best = tables.best_runs(records)
+    store, n = running.store_of("smoke"), len(trained)
+    for task, config in planning.scored_runs("smoke", store).items():  # weights lost, spans not scored yet
+        shutil.rmtree(running.saved_files("smoke", "layer_removal", config))
+    store.path(planning.SPANS).unlink()
+    assert running.run_plan("smoke", "layer_removal", progress=False) == records
+    best = planning.best_runs(records)
     assert len(trained) == n + len(best)  # each best run once more, through the same worker path as the plan
-    assert set(trained[n:]) <= set(trained[:n])
+    assert set(trained[n:]) <= set(trained[:n]) and len(scored) == 2 * len(best)
 
 
 def test_get_names_the_families_for_an_unknown_one():
     with pytest.raises(ValueError, match="unknown family 'layer_removel'; choose one of layer_removal, init_scale"):
         tables.get("layer_removel", "smoke")
+
+
+def test_run_config_runs_one_more_run_keyed_as_the_plan_keys_it(tmp_path, monkeypatch):
+    import shutil
+
+    from adapterlab.methods.saving import ADAPTER_CONFIG
+
+    trained = _fake_training(monkeypatch, tmp_path)
+    base = planning.plan("smoke", "init_scale")[0]
+    extra = replace(base, method_args={**base.method_args, "init_std": 0.25})
+    record = running.run_config("smoke", "init_scale", extra, progress=False)
+    assert record["validation"] == extra.train.lr and len(trained) == 1
+    store = running.store_of("smoke")
+    assert store.get(planning.run_key(extra, "smoke", "init_scale"), "init_scale") == record  # the plan's key
+    assert running.run_config("smoke", "init_scale", extra, progress=False) == record and len(trained) == 1
+    assert not running.saved_files("smoke", "init_scale", extra).exists()  # init_scale keeps no adapter
+    # asked to keep its adapter, a run stored without one trains again; then its adapter is where it is read
+    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False)
+    assert len(trained) == 2 and (running.saved_files("smoke", "init_scale", extra) / ADAPTER_CONFIG).exists()
+    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False)
+    shutil.rmtree(running.saved_files("smoke", "init_scale", extra))
+    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False)
+    assert len(trained) == 3  # its weights lost: trained again
 
 
 # ----------------------------------------------------------------------------- layer-removal scores
@@ -355,6 +421,11 @@ def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validatio
     records = {planning.grid_id(c) + str(c.train.lr): _record(c, v) for c, v in zip(stage1[:2], (0.5, 0.7))}
     lookup = lambda c: records.get(planning.grid_id(c) + str(c.train.lr))  # noqa: E731
     assert planning.plan_from(p, "param_performance", lookup) == stage1
+    # chosen_from too: mid-sweep, with the full runs stored, only their complete grid of one rate chooses
+    stored = {config_key(c.to_dict()): _record(c, v) for c, v in zip(stage1, (0.5, 0.7, None, 0.8, 0.8, 0.8))
+              if v is not None}
+    chosen = planning.chosen_from(p, "param_performance", lambda c: stored.get(config_key(c.to_dict())))
+    assert chosen == {planning.grid_id(stage1[3]): stage1[3].train.lr}
     tie = [_record(replace(stage1[0], train=replace(stage1[0].train, lr=lr)), 0.7) for lr in (1e-2, 1e-3)]
     assert list(planning.choose_lrs(tie).values()) == [1e-3]  # a tie goes to the smaller rate
 

@@ -63,29 +63,17 @@ def test_key_same_in_another_process():
     assert out == config_key(CONFIG) == GOLDEN_KEY
 
 
-# --- get_or_run -----------------------------------------------------------------------
+# --- put and get ---------------------------------------------------------------------------
 
-class Counter:
-    """A stand-in for training: counts calls, returns a record, can fail on call k."""
-
-    def __init__(self, fail_on=None):
-        self.calls, self.fail_on = 0, fail_on
-
-    def __call__(self):
-        self.calls += 1
-        if self.calls == self.fail_on:
-            raise RuntimeError("interrupted")
-        return {"metric": "accuracy", "test": 0.5 + self.calls / 100, "sizes": (1, 2)}
+RECORD = {"metric": "accuracy", "test": 0.51, "sizes": (1, 2)}
 
 
-def test_get_or_run_runs_once(tmp_path):
-    store, fn = ResultStore(tmp_path), Counter()
-    first = store.get_or_run(CONFIG, fn)
-    second = store.get_or_run(CONFIG, fn)
-    assert fn.calls == 1
-    assert first == second == {"metric": "accuracy", "test": 0.51, "sizes": [1, 2]}
-    assert store.get(CONFIG) == first
-    assert ResultStore(tmp_path).get(CONFIG) == first  # a new store (another notebook)
+def test_put_then_get_gives_the_json_round_trip_to_every_reader(tmp_path):
+    store = ResultStore(tmp_path)
+    assert store.get(CONFIG) is None
+    entry = store.put(CONFIG, RECORD)
+    assert entry["record"] == store.get(CONFIG) == {"metric": "accuracy", "test": 0.51, "sizes": [1, 2]}
+    assert ResultStore(tmp_path).get(CONFIG) == store.get(CONFIG)  # a new store (another notebook)
     [entry] = store.records()
     assert entry["key"] == config_key(CONFIG) and entry["schema"] == results.SCHEMA_VERSION
     assert entry["family"] == "runs" and entry["config"]["sizes"] == [100, 50]
@@ -121,20 +109,17 @@ def _restamp(path, created):
 
 
 def test_records_made_before_since_count_as_missing_and_are_replaced(tmp_path):
-    store, fn = ResultStore(tmp_path), Counter()
-    for c in sweep_configs(3):
-        store.get_or_run(c, fn)
+    store = ResultStore(tmp_path)
+    for i, c in enumerate(sweep_configs(3)):
+        store.put(c, {"test": i})
     _restamp(tmp_path / "runs.jsonl", "2026-01-01T00:00:00+00:00")
     since = "2026-06-01T00:00:00+00:00"
     fresh = ResultStore(tmp_path, since=since)
     assert fresh.get(sweep_configs(3)[0]) is None and fresh.records() == []
     assert ResultStore(tmp_path).get(sweep_configs(3)[0]) is not None  # without `since` they are still there
-    fresh.get_or_run(sweep_configs(3)[1], fn)  # retrained, and replaces the old line in place
-    assert fn.calls == 4
-    assert [e["config"]["seed"] for e in fresh.records()] == [1]
+    fresh.put(sweep_configs(3)[1], {"test": 9})  # made again: replaces the old line in place
+    assert [e["config"]["seed"] for e in fresh.records()] == [1] and fresh.get(sweep_configs(3)[1]) == {"test": 9}
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 3  # still one line per run
-    fresh.get_or_run(sweep_configs(3)[1], fn)  # made after `since`: read back, not retrained
-    assert fn.calls == 4
     assert ResultStore(tmp_path).records()[1] == fresh.records()[0]  # every reader sees the new record
     # a time given without a zone is UTC; a malformed one is refused with the expected form
     assert ResultStore(tmp_path, since="2026-06-01T00:00:00").since == fresh.since
@@ -171,47 +156,18 @@ def test_fresh_since_turns_a_fresh_argument_into_the_stores_time():
         results.fresh_since("soon", "--since")
 
 
-def test_a_retrained_record_replaces_the_old_line_in_place(tmp_path):
-    store, fn = ResultStore(tmp_path), Counter()
-    for c in sweep_configs(3):
-        store.get_or_run(c, fn)
-    _restamp(tmp_path / "runs.jsonl", "2026-01-01T00:00:00+00:00")
-    middle = sweep_configs(3)[1]
-    again = ResultStore(tmp_path, since="2026-06-01T00:00:00+00:00").get_or_run(middle, fn)
-    assert fn.calls == 4 and again["test"] == 0.54
-    assert store.get(middle) == again
-    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
-    assert len(lines) == 3
-    assert [e["config"]["seed"] for e in store.records()] == [0, 1, 2]  # order kept
-
-
-def test_interrupted_sweep_resumes(tmp_path):
-    store, fn = ResultStore(tmp_path), Counter(fail_on=3)
-    with pytest.raises(RuntimeError):
-        for c in sweep_configs(5):
-            store.get_or_run(c, fn)
-    assert len(store.records()) == 2
-
-    rerun = Counter()
-    for c in sweep_configs(5):
-        store.get_or_run(c, rerun)
-    assert rerun.calls == 3  # only configs 2, 3, 4
-    keys = [e["key"] for e in store.records()]
-    assert len(keys) == 5 and set(keys) == {config_key(c) for c in sweep_configs(5)}
-    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 5
-
-
-def test_failing_fn_leaves_file_byte_identical(tmp_path):
+def test_a_record_put_again_keeps_its_place_and_a_refused_one_changes_nothing(tmp_path):
     store = ResultStore(tmp_path)
-    for c in sweep_configs(2):
-        store.get_or_run(c, Counter())
+    for i, c in enumerate(sweep_configs(3)):
+        store.put(c, {"test": i})
+    store.put(sweep_configs(3)[1], {"test": 9})
+    assert [e["config"]["seed"] for e in store.records()] == [0, 1, 2]  # order kept
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 3
     before = (tmp_path / "runs.jsonl").read_bytes()
-    retrain = ResultStore(tmp_path, since="2999-01-01T00:00:00+00:00")  # every stored record counts as missing
-    for config, where in [(sweep_configs(3)[2], store), (sweep_configs(1)[0], retrain)]:
-        with pytest.raises(RuntimeError):
-            where.get_or_run(config, Counter(fail_on=1))
-    with pytest.raises(ValueError):  # a record that is not JSON-able is refused too
-        store.get_or_run(sweep_configs(3)[2], lambda: {"x": object()})
+    with pytest.raises(ValueError, match=r"record\['x'\] is <object .*not JSON-able"):
+        store.put(sweep_configs(3)[2], {"x": object()})
+    with pytest.raises(ValueError, match="record must be a dict"):
+        store.put(sweep_configs(3)[2], [1, 2])
     assert (tmp_path / "runs.jsonl").read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == [".lock", "runs.jsonl"]  # no temp files left
 
@@ -221,8 +177,8 @@ def test_failing_fn_leaves_file_byte_identical(tmp_path):
 def test_truncated_last_line_is_reported_skipped_and_recomputed(tmp_path):
     store = ResultStore(tmp_path)
     configs = sweep_configs(3)
-    for c in configs:
-        store.get_or_run(c, Counter())
+    for i, c in enumerate(configs):
+        store.put(c, {"test": i})
     path = tmp_path / "runs.jsonl"
     lines = path.read_text().splitlines()
     half = lines[2][: len(lines[2]) // 2]
@@ -232,12 +188,10 @@ def test_truncated_last_line_is_reported_skipped_and_recomputed(tmp_path):
         assert len(store.records()) == 2
     assert f"{path}:3" in str(caught[0].message)
 
-    fn = Counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CorruptLineWarning)
-        store.get_or_run(configs[2], fn)
-        store.get_or_run(configs[0], fn)
-    assert fn.calls == 1  # only the damaged one
+        assert store.get(configs[2]) is None and store.get(configs[0]) == {"test": 0}  # only the damaged one is missing
+        store.put(configs[2], {"test": 2})
     assert half + "\n" in path.read_text()  # the bad line is kept, not silently deleted
     with pytest.warns(CorruptLineWarning, match=":3: "):  # still reported, still line 3
         assert [e["config"]["seed"] for e in ResultStore(tmp_path).records()] == [0, 1, 2]
@@ -255,11 +209,6 @@ def test_other_schema_is_ignored_but_kept(tmp_path):
         store.put(CONFIG, {"a": 2})
     assert store.get(CONFIG) == {"a": 2}
     assert len(path.read_text().splitlines()) == 2
-
-
-def test_checkpoint_dir(tmp_path):
-    d = ResultStore(tmp_path).checkpoint_dir(CONFIG)
-    assert d == tmp_path / "checkpoints" / config_key(CONFIG) and d.is_dir()
 
 
 # --- two processes at once ---------------------------------------------------------------
@@ -304,18 +253,3 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypa
     with pytest.raises(OSError, match="disk full"):
         atomic_write(path, "never seen")
     assert path.read_bytes() == b"\x00\x01" and sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]
-
-
-def test_prune_deletes_only_the_records_not_kept_and_leaves_foreign_lines(tmp_path):
-    store = ResultStore(tmp_path)
-    for i in range(3):
-        store.put({"run": i}, {"score": i}, family="runs")
-    with open(store.path("runs"), "a") as f:
-        f.write('{"schema": 999, "not": "ours"}\n')  # another schema's line: kept, as put() keeps it
-    kept, dropped = store.checkpoint_dir({"run": 1}), store.checkpoint_dir({"run": 2})
-    (dropped / "adapter.safetensors").write_bytes(b"weights")
-    assert store.prune("runs", {config_key({"run": 1})}) == 2
-    assert kept.is_dir() and not dropped.exists()  # a pruned record's checkpoint goes with it
-    assert [store.get({"run": i}, "runs") for i in range(3)] == [None, {"score": 1}, None]
-    assert store.path("runs").read_text().splitlines()[-1] == '{"schema": 999, "not": "ours"}'
-    assert store.prune("runs", {config_key({"run": 1})}) == 0  # nothing left to delete: file untouched

@@ -133,7 +133,8 @@ def test_a_single_run_says_so_and_an_unconverged_one_is_flagged_in_both_titles()
     plt.close(fig)
 
 
-@pytest.mark.parametrize("family", ["layer_removal", "init_scale", "param_performance", "low_resource"])
+@pytest.mark.parametrize("family", ["layer_removal", "init_scale", "param_performance", "low_resource",
+                                    "init_std_deviation"])
 def test_the_live_explorer_lists_the_same_views(family):
     table = committed(family)
     box = widgets.explorer(family, table, live=True)

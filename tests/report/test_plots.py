@@ -183,6 +183,28 @@ def test_save_writes_every_registered_file_of_a_family(tmp_path, monkeypatch):
                                              "param_performance_tradeoff.html", "param_performance_tradeoff.png"]
 
 
+def test_init_std_deviation_has_a_view_per_std_with_its_tokens_on_log_axes_and_writes_no_file(tmp_path, monkeypatch):
+    df = pd.DataFrame([dict(init_std=s, seed=k, deviation=s * s * (1 + k),
+                            per_token=[s * s, 2 * s * s] if k == 0 else None) for s in (1e-3, 1e-2) for k in (0, 1)])
+    figure = figures.define("init_std_deviation", df)
+    assert list(figure.views) == ["init std 1e-03", "init std 1e-02"]
+    curve, tokens, star = figure.views["init std 1e-02"].series
+    # means of two products of floats: a few ulps (~1e-16 relative) from the decimal values
+    assert curve.x == [1e-3, 1e-2] and curve.y == pytest.approx([1.5e-6, 1.5e-4], rel=1e-12)
+    assert tokens.name == "each token (seed 0)" and tokens.x == [1e-2, 1e-2] and tokens.y == [1e-4, 2e-4]
+    assert star.x == [1e-2] and star.y == pytest.approx([1.5e-4], rel=1e-12) and not star.line
+    fig = plots.png(figure, ["init std 1e-02"])
+    assert fig.axes[0].get_xscale() == fig.axes[0].get_yscale() == "log"
+    plt.close(fig)
+    page = plots.html(figure)
+    assert page.layout.yaxis.type == "log" and page.layout.updatemenus[0].buttons[1].args[1]["yaxis.type"] == "log"
+    # the committed table has no per-token column: each view holds the curve and its star
+    bare = figures.define("init_std_deviation", df.drop(columns="per_token"))
+    assert [s.name for s in bare.views["init std 1e-03"].series] == ["mean of 2 initialisation(s)", "this init std"]
+    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    assert figures.save("init_std_deviation", df, "smoke") == []  # notebook 01 draws its PNG by hand
+
+
 # --------------------------------------------------------------------------- explorers
 
 def test_without_a_live_frontend_the_explorer_is_the_kernel_free_html_figure(monkeypatch):
