@@ -7,10 +7,10 @@
 This module holds the Profile, the typed settings of each experiment (Teaching, LayerRemoval,
 InitScale, ParamPerformance, LowResource: frozen dataclasses, so a misspelled setting is a
 ValueError naming the valid ones, never a silent default), the three profiles, and where results
-and figures go. A notebook reads its profile from ADAPTERLAB_PROFILE (papermill can inject it);
-planning.py turns a profile's settings into run configs.
+and figures go. A name becomes a Profile once, where it enters (the command line, a notebook's
+parameters cell, a public function given a name: resolve); planning.py turns a profile's settings into
+run configs.
 """
-import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -385,36 +385,37 @@ PROFILES = {
 }
 
 
-def resolve(profile=None):
-    """A Profile from a Profile, a name, or None ($ADAPTERLAB_PROFILE, else "default")."""
+def resolve(profile):
+    """A Profile from a Profile or a profile's name (get): a name becomes a Profile here, once."""
     return profile if isinstance(profile, Profile) else get(profile)
 
 
-def get(name=None):
-    """The profile by name; by default the one in ADAPTERLAB_PROFILE (else "default")."""
-    name = name or os.environ.get("ADAPTERLAB_PROFILE", "default")
+def get(name):
+    """The profile of this name; a ValueError names the choices for any other (None included)."""
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+        given = "no profile given" if name is None else f"unknown profile {name!r}"
+        raise ValueError(f"{given}; choose one of {', '.join(PROFILE_NAMES)}")
     return PROFILES[name]
 
 
-def project_root():
-    """Where data/ and figures/ live: $ADAPTERLAB_OUT if set (regenerate --out), else the checkout
-    this package sits in, else the working directory."""
-    if os.environ.get("ADAPTERLAB_OUT"):
-        return Path(os.environ["ADAPTERLAB_OUT"]).resolve()
+def project_root(out=None):
+    """Where data/ and figures/ live: `out` when given (regenerate --out), else the checkout this package
+    sits in, else the working directory."""
+    if out:
+        return Path(out).resolve()
     checkout = Path(__file__).resolve().parents[2]
     return checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
 
 
 def results_dir(profile, root=None):
-    """<root>/data/results/<profile>/, root being project_root() unless given (regenerate --out)."""
+    """<root>/data/results/<profile>/, root as project_root(root) gives it."""
     name = profile.name if isinstance(profile, Profile) else profile
-    return Path(root or project_root()) / "data" / "results" / name
+    return project_root(root) / "data" / "results" / name
 
 
-def figures_dir(profile):
+def figures_dir(profile, root=None):
+    """<root>/figures/<profile>/ (made when missing), root as project_root(root) gives it."""
     name = profile.name if isinstance(profile, Profile) else profile
-    path = project_root() / "figures" / name
+    path = project_root(root) / "figures" / name
     path.mkdir(parents=True, exist_ok=True)
     return path

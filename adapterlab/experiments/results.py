@@ -31,11 +31,11 @@ Design choices, and why:
   trusts the cache: under the lock it always reads the file.) get() and records() hand out copies, so callers
   cannot change the cache.
 - A store can be told to ignore records made before a time (`since`): those runs count as missing and are
-  retrained, and their lines are replaced when the new record is put. The functions that train
-  (running.run_plan, tables.get, sweep.sweep, regenerate) take `fresh` and turn it into that time once per
-  call (fresh_since): True means "before this call began", so every run retrains exactly once however often
-  the call meets it, and an ISO time means "before then", which is how an interrupted from-scratch run
-  resumes: what was retrained after that time is kept.
+  retrained, and their lines are replaced when the new record is put. The functions that make records
+  (running.run_plan, sweep.sweep, regenerate; tables.get for layer removal's span scores) take `fresh` and
+  turn it into that time once per call (fresh_since): True means "before this call began", so every run
+  retrains exactly once however often the call meets it, and an ISO time means "before then", which is how
+  an interrupted from-scratch run resumes: what was retrained after that time is kept.
 """
 
 import contextlib

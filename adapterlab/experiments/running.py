@@ -1,13 +1,16 @@
 """Running a plan: make what the result store lacks, in plan order, and hand back the records.
 
     records = running.run_plan(profile, "init_scale")      # trains only the missing runs
+    records = running.plan_records(profile, "init_scale", running.store_of(profile))   # reads, trains nothing
     record = running.run_one(config, eval_size=500)         # one run: train.run + how it was timed
 
 A plan is a list of units of work (planning.work, work.Work) for every family alike: notebook 08's
 steps as much as 06's training runs. run_plan runs the ready ones here, one after the other, through
 the one worker function (execute) the sweep (sweep.py) runs in parallel, and stores what comes back
-the way the sweep does (store_result). The notebooks call it through tables.get, whose `fresh`
-parameter becomes the store's `since` here (store_of, results.fresh_since).
+the way the sweep does (store_result). The notebooks call it before they build their tables
+(tables.get reads what it stored); its `fresh` parameter becomes the store's `since` here (store_of,
+results.fresh_since). Every store lives under <root>/data/results/<profile>/, root as
+profiles.project_root(root) gives it.
 """
 import platform
 import shutil
@@ -25,10 +28,10 @@ from ..training import train as T
 from .results import ResultStore, fresh_since
 
 
-def store_of(profile, fresh=False):
-    """The result store of a profile, data/results/<profile>/, in which the records `fresh` retrains
-    (results.fresh_since) count as missing."""
-    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile)), since=fresh_since(fresh))
+def store_of(profile, fresh=False, root=None):
+    """The result store of a profile, <root>/data/results/<profile>/, in which the records `fresh`
+    retrains (results.fresh_since) count as missing."""
+    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile), root), since=fresh_since(fresh))
 
 
 def machine():
@@ -64,9 +67,10 @@ def run_one(config, eval_size=None, device="auto", progress=False, save_to=None,
 
 def _train(spec, needs, out):
     """The worker of a training run: run_one on the spec's config, its adapter saved to `out` when the
-    family keeps it (planning.keeps_adapter)."""
+    family keeps it (planning.keeps_adapter), GLUE read from the spec's glue_dir (None: the hub)."""
     return run_one(T.RunConfig.from_dict(spec["config"]), spec["eval_size"], progress=spec.get("progress", False),
-                   save_to=out if spec["save"] else None, workers=spec.get("workers", 1))
+                   save_to=out if spec["save"] else None, glue_dir=spec.get("glue_dir"),
+                   workers=spec.get("workers", 1))
 
 
 # a unit's spec["step"] -> its worker(spec, folders of its needs' files, folder for its own files)
@@ -75,7 +79,7 @@ STEPS = {"train": _train, **stream.STEPS}
 
 def pack(unit, store, **extra):
     """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
-    worker on another machine needs no shared disk) and `extra` (workers, progress)."""
+    worker on another machine needs no shared disk) and `extra` (workers, progress, glue_dir)."""
     inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
               for need in unit.needs]
     return {**unit.spec, "inputs": inputs, **extra}
@@ -111,9 +115,9 @@ def store_result(store, unit, result):
     store.put(unit.key, result["record"], unit.family)
 
 
-def run_unit(store, unit, progress=False):
+def run_unit(store, unit, progress=False, glue_dir=None):
     """Run one unit here, as a sweep's worker would, and store it: its record."""
-    store_result(store, unit, execute(pack(unit, store, progress=progress)))
+    store_result(store, unit, execute(pack(unit, store, progress=progress, glue_dir=glue_dir)))
     return store.get(unit.key, unit.family)
 
 
@@ -125,24 +129,38 @@ def drop_unneeded(store, units):
 
 # ----------------------------------------------------------------------------- a plan, in this process
 
-def run_plan(profile, family, fresh=False, progress=True):
-    """Records of a family's plan, in plan order, made where the store lacks them: run the ready units
-    (work.ready), store them, and ask the planner again, until nothing is ready. Asking again is how
-    the learning rates chosen on stored grids add their runs, and how a chain of steps grows. The
-    plan's budget controls run too but are not among the records returned (tables.budget_control
-    reads them). `fresh` becomes one time for the whole call, so each unit reruns once."""
+def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=None):
+    """Records of a family's plan, in plan order, made where the store under `root` lacks them: run the
+    ready units (work.ready), store them, and ask the planner again, until nothing is ready. Asking
+    again is how the learning rates chosen on stored grids add their runs, and how a chain of steps
+    grows. The plan's budget controls run too but are not among the records returned (tables.budget_control
+    reads them). `fresh` becomes one time for the whole call, so each unit reruns once. glue_dir: the
+    folder of GLUE's TSV files (None: the hub)."""
     p = profiles_module.resolve(profile)
-    store = store_of(p, fresh)
+    store = store_of(p, fresh, root)
     done = set()
     bar = tqdm(desc=f"{p.name}/{family}", disable=not progress, unit="run", total=0)
     while todo := [u for u in work.ready(planning.work(p, family, store), store) if u.id not in done]:
         bar.total += len(todo)
         for unit in todo:
             bar.set_postfix_str(unit.label, refresh=False)
-            run_unit(store, unit, progress)
+            run_unit(store, unit, progress, glue_dir)
             done.add(unit.id)
             bar.update()
     bar.close()
+    records = plan_records(p, family, store)  # before any file goes: a later step's key may hash an earlier's
+    drop_unneeded(store, planning.work(p, family, store))
+    return records
+
+
+def plan_records(profile, family, store):
+    """The records of a family's plan in `store`, in plan order, read without running anything (budget
+    controls left out: tables.budget_control reads them). A ValueError names what the store lacks and
+    the runners that make it."""
+    p = profiles_module.resolve(profile)
     units = planning.work(p, family, store)
-    drop_unneeded(store, units)
-    return [r for u in units if not u.control and (r := store.get(u.key, family)) is not None]
+    if lacking := [u for u in units if store.get(u.key, u.family) is None]:
+        raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family} (e.g. {lacking[0]}); "
+                         f"make them first: running.run_plan({p.name!r}, {family!r}) or "
+                         f"`python -m adapterlab sweep --profile {p.name} --only {family}`")
+    return [store.get(u.key, u.family) for u in units if not u.control]

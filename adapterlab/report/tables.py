@@ -1,14 +1,17 @@
 """The tables of the four figure families: stored runs in, tidy DataFrames out; write() saves them.
 
+    from adapterlab.experiments import running
     from adapterlab.report import tables
-    result = tables.get("param_performance", "default")   # trains what the store lacks, then builds
+    running.run_plan("default", "param_performance")       # trains what the store lacks
+    result = tables.get("param_performance", "default")   # reads the store, trains nothing, builds
     result.table, result.grid                              # one row per run; the learning-rate grid runs
     tables.write(result, "default")                        # data/results/default/param_performance*.csv
 
-get(family, profile, fresh, progress) is the one way from a family's name to its FamilyResult: it runs
-the family's plan through the result store (running.run_plan; `fresh` retrains, results.fresh_since),
-takes the family's further steps (layer removal scores spans of removed adapters: score_spans) and
-builds the table; it writes no file. The build_* functions make the tables from records alone (what
+get(family, profile, fresh, progress, root) is the one way from a family's name to its FamilyResult: it
+reads the family's plan from the result store under `root` (running.plan_records: a store that lacks a
+planned run is an error naming the runner that trains it), takes the family's further steps (layer
+removal scores spans of removed adapters: score_spans; `fresh` rescores, results.fresh_since) and builds
+the table; it writes no file. The build_* functions make the tables from records alone (what
 `make figures` and the reproduction check use). write() is the one step that writes the CSVs (the
 columns of DESIGN.md "Result tables", extras after; the columns added since -- class_entropy,
 rule_version, split -- come last so the older columns keep their bytes).
@@ -31,7 +34,7 @@ from ..experiments.families import FAMILIES, SPLITS
 from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from ..methods.config import method
 from ..training.removal import layer_removal_scores, time_span_evaluation
-from ..experiments.results import config_key, fresh_since, write_csvs
+from ..experiments.results import config_key, write_csvs
 
 SPANS_FAMILY = "layer_removal_spans"  # store file of the span evaluations (no training)
 
@@ -122,14 +125,14 @@ def epochs_run(record):
 
 # ----------------------------------------------------------------------------- layer removal
 
-def score_spans(profile, records, fresh=False, progress=True):
+def score_spans(profile, records, fresh=False, progress=True, root=None):
     """Houlsby Fig. 6 left/centre, the step after training: {task: span record} of the best run on
     validation among the family's records, scored with every contiguous span of blocks [i, j] of its
     adapters removed (removal.layer_removal_scores, cached; the adapter comes from the store's
     checkpoint folder). Span scores are stored too (store file SPANS_FAMILY), so a rerun neither trains
     nor scores; those stored before the time `fresh` names count as missing and are scored again."""
     p = profiles_module.resolve(profile)
-    store, cap = running.store_of(p, fresh), planning.eval_size(p, "layer_removal")
+    store, cap = running.store_of(p, fresh, root), planning.eval_size(p, "layer_removal")
     spans = {}
     for task, best in best_runs(records).items():
         config = _cfg(best)
@@ -419,7 +422,7 @@ def build_low_resource(profile, records):
 
 # ----------------------------------------------------------------------------- budget controls
 
-def budget_control(profile, family):
+def budget_control(profile, family, root=None):
     """The family's budget controls (planning.budget_controls) as they stand in the store: one row per
     control trained, with its 1x run, both scored on the validation split (budget rule 3: the test split
     decides nothing but the final verdicts). Columns: family, task, method, label, entry, arm (the entry's
@@ -429,7 +432,7 @@ def budget_control(profile, family):
     Empty when the family has no controls."""
 
     p = profiles_module.resolve(profile)
-    lookup = planning.store_lookup(running.store_of(p), p, family)
+    lookup = planning.store_lookup(running.store_of(p, root=root), p, family)
     stage1 = [(c, lookup(c)) for c in planning.plan(p, family)]
     chosen = planning.choose_lrs([r for _, r in stage1 if r is not None])
     entries = [str(e) for e in p.settings(family).budget_control]
@@ -454,34 +457,34 @@ def budget_control(profile, family):
 # ----------------------------------------------------------------------------- by name, and writing
 
 # family -> (its build_* function, the steps between training and building: each takes (profile, records,
-# fresh, progress) and returns one more argument of the build, after profile and records)
+# fresh, progress, root) and returns one more argument of the build, after profile and records)
 BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
             "init_scale": (build_init_scale, []),
             "param_performance": (build_param_performance, []),
             "low_resource": (build_low_resource, [])}
 
 
-def get(family, profile=None, fresh=False, progress=True):
-    """One family's FamilyResult by name: its plan trained where the store lacks it (running.run_plan),
-    its further steps taken (BUILDERS: layer removal scores its spans), the table built and its budget
-    controls added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
-    span) stored before this call, an ISO 8601 time those stored before it (results.fresh_since)."""
+def get(family, profile, fresh=False, progress=True, root=None):
+    """One family's FamilyResult by name, from the store under `root` (trained beforehand by the runners:
+    running.run_plan, the sweep): its plan's records read (running.plan_records), its further steps taken
+    (BUILDERS: layer removal scores its spans), the table built and its budget controls added
+    (budget_control). fresh: False reads the stored span scores, True rescores every span stored before
+    this call, an ISO 8601 time those stored before it (results.fresh_since)."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     p = profiles_module.resolve(profile)
-    fresh = fresh_since(fresh)  # one time for training and every step after it
-    records = running.run_plan(p, family, fresh, progress)
+    records = running.plan_records(p, family, running.store_of(p, root=root))
     build, steps = BUILDERS[family]
-    extra = [step(p, records, fresh, progress) for step in steps]
-    return replace(build(p, records, *extra), budget=budget_control(p, family))
+    extra = [step(p, records, fresh, progress, root) for step in steps]
+    return replace(build(p, records, *extra), budget=budget_control(p, family, root))
 
 
-def write(result, profile=None):
-    """Write a FamilyResult's CSVs into data/results/<profile>/: <family>.csv, <family>_lr_grid.csv when
-    it has a grid, <family>_budget_control.csv when it has budget controls, and param_performance_table.csv
-    (the efficiency table) for param_performance.
+def write(result, profile, root=None):
+    """Write a FamilyResult's CSVs into <root>/data/results/<profile>/: <family>.csv, <family>_lr_grid.csv
+    when it has a grid, <family>_budget_control.csv when it has budget controls, and
+    param_performance_table.csv (the efficiency table) for param_performance.
     Returns the paths written."""
-    folder = profiles_module.results_dir(profiles_module.resolve(profile))
+    folder = profiles_module.results_dir(profiles_module.resolve(profile), root)
     tables = {result.family: result.table}
     if result.family in ("param_performance", "low_resource"):
         tables[f"{result.family}_lr_grid"] = result.grid

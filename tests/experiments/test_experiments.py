@@ -50,20 +50,22 @@ class Counter:
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    """All four families run once in smoke, into a temporary ADAPTERLAB_OUT."""
+    """All four families trained once in smoke (running.run_plan), then their tables built and written, under
+    a temporary root."""
     out = tmp_path_factory.mktemp("out")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ADAPTERLAB_OUT", str(out))
         counter = Counter(mp)
-        results = {family: tables.get(family, "smoke", progress=False) for family in FAMILIES}
+        for family in FAMILIES:
+            running.run_plan("smoke", family, progress=False, root=out)
+        results = {family: tables.get(family, "smoke", progress=False, root=out) for family in FAMILIES}
         for result in results.values():
-            tables.write(result, "smoke")
+            tables.write(result, "smoke", out)
         frames = {family: r.table for family, r in results.items()}
         yield dict(out=out, frames=frames, results=results, trainings=counter.calls, mp=mp, counter=counter)
 
 
 def test_every_family_returns_the_contract_columns_and_writes_its_csv(smoke):
-    store = running.store_of("smoke")
+    store = running.store_of("smoke", root=smoke["out"])
     planned = sum(len(planning.plan_from("smoke", f, planning.store_lookup(store, "smoke", f))) for f in FAMILIES)
     assert smoke["trainings"] == planned
     for family, frame in smoke["frames"].items():
@@ -126,28 +128,38 @@ def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
 
     monkeypatch.setattr(tables, "layer_removal_scores", no_span_evaluation)
     for family in FAMILIES:
-        again = tables.get(family, "smoke", progress=False)
+        assert running.run_plan("smoke", family, progress=False, root=smoke["out"])  # every record read back
+        again = tables.get(family, "smoke", progress=False, root=smoke["out"])
         pd.testing.assert_frame_equal(again.table, smoke["frames"][family])
     assert counter.calls == before  # nothing trained
-    tables.get("init_scale", "smoke", fresh=True, progress=False)
+    tables.get("init_scale", "smoke", fresh=True, progress=False, root=smoke["out"])
+    assert counter.calls == before  # a table never trains, fresh or not: the runners do
+    running.run_plan("smoke", "init_scale", fresh=True, progress=False, root=smoke["out"])
     assert counter.calls == before + len(planning.plan("smoke", "init_scale"))
+
+
+def test_a_table_of_a_plan_the_store_lacks_names_the_runner_that_trains_it(tmp_path):
+    # smoke's 3 stds x 2 seeds, and its budget control (std 1e-3 at twice the steps) at both seeds
+    with pytest.raises(ValueError, match=r"lacks 8 planned unit\(s\) of init_scale .*"
+                                         r"running\.run_plan\('smoke', 'init_scale'\)"):
+        tables.get("init_scale", "smoke", root=tmp_path)
+    assert not (tmp_path / "data" / "results" / "smoke" / "init_scale.jsonl").exists()  # nothing was trained
 
 
 def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smoke):
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
     store.path(tables.SPANS_FAMILY).unlink()
     before = smoke["counter"].calls
-    df = tables.get("layer_removal", "smoke", progress=False).table
+    df = tables.get("layer_removal", "smoke", progress=False, root=smoke["out"]).table
     assert smoke["counter"].calls == before
     pd.testing.assert_frame_equal(df, smoke["frames"]["layer_removal"])
 
 
-def _fake_training(monkeypatch, tmp_path):
+def _fake_training(monkeypatch):
     """running.run_one replaced by a stand-in that trains nothing (validation: the rate, so every grid
-    has a choice), in a store under tmp_path; returns the list of the configs' keys it was called for."""
+    has a choice); returns the list of the configs' keys it was called for."""
     from adapterlab.experiments.results import config_key
 
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     trained = []
 
     def run_one(config, eval_size=None, **kw):
@@ -168,44 +180,44 @@ def _age(folder, created="2020-01-01T00:00:00+00:00"):
 
 
 def test_fresh_retrains_every_stored_run_exactly_once_in_one_run_plan_call(tmp_path, monkeypatch):
-    trained = _fake_training(monkeypatch, tmp_path)
+    trained = _fake_training(monkeypatch)
     family = "param_performance"  # learning-rate grids: stage 2 adds the runs at the chosen rates
-    first = running.run_plan("smoke", family, progress=False)
+    first = running.run_plan("smoke", family, progress=False, root=tmp_path)
     n = len(trained)
     assert n == len(set(trained)) > len(planning.plan("smoke", family))  # both stages trained, each run once
-    _age(profiles.results_dir("smoke"))
-    assert running.run_plan("smoke", family, progress=False) == first and len(trained) == n  # read back
-    running.run_plan("smoke", family, fresh=True, progress=False)
+    _age(profiles.results_dir("smoke", tmp_path))
+    assert running.run_plan("smoke", family, progress=False, root=tmp_path) == first and len(trained) == n  # read back
+    running.run_plan("smoke", family, fresh=True, progress=False, root=tmp_path)
     assert sorted(trained[n:]) == sorted(trained[:n])  # every stored run retrained, none twice
-    running.run_plan("smoke", family, fresh="2020-06-01T00:00:00+00:00", progress=False)
+    running.run_plan("smoke", family, fresh="2020-06-01T00:00:00+00:00", progress=False, root=tmp_path)
     assert len(trained) == 2 * n  # resuming from an earlier time: everything is newer, nothing trains
 
 
 def test_layer_removal_rescores_spans_stored_before_the_fresh_time(tmp_path, monkeypatch):
     from adapterlab.methods.saving import ADAPTER_CONFIG
 
-    _fake_training(monkeypatch, tmp_path)
+    _fake_training(monkeypatch)
     scored = []
     monkeypatch.setattr(tables, "evaluate_spans", lambda config, checkpoint, cap, progress: scored.append(1) or {})
-    records = running.run_plan("smoke", "layer_removal", progress=False)
+    records = running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path)
     for config in planning.plan("smoke", "layer_removal"):  # the adapters the spans are scored from
-        (running.store_of("smoke").checkpoint_dir(planning.run_key(config, "smoke", "layer_removal"))
+        (running.store_of("smoke", root=tmp_path).checkpoint_dir(planning.run_key(config, "smoke", "layer_removal"))
          / ADAPTER_CONFIG).write_text("{}")
     tasks = len(tables.best_runs(records))
-    tables.score_spans("smoke", records, progress=False)
-    tables.score_spans("smoke", records, progress=False)
+    tables.score_spans("smoke", records, progress=False, root=tmp_path)
+    tables.score_spans("smoke", records, progress=False, root=tmp_path)
     assert len(scored) == tasks  # stored: the second call reads them
-    _age(profiles.results_dir("smoke"))
-    tables.score_spans("smoke", records, fresh=True, progress=False)
+    _age(profiles.results_dir("smoke", tmp_path))
+    tables.score_spans("smoke", records, fresh=True, progress=False, root=tmp_path)
     assert len(scored) == 2 * tasks
 
 
 def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_path, monkeypatch):
-    trained = _fake_training(monkeypatch, tmp_path)  # the stand-in saves no adapter: every checkpoint is "lost"
+    trained = _fake_training(monkeypatch)  # the stand-in saves no adapter: every checkpoint is "lost"
     monkeypatch.setattr(tables, "evaluate_spans", lambda config, checkpoint, cap, progress: {})
-    records = running.run_plan("smoke", "layer_removal", progress=False)
+    records = running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path)
     n = len(trained)
-    tables.score_spans("smoke", records, progress=False)
+    tables.score_spans("smoke", records, progress=False, root=tmp_path)
     best = tables.best_runs(records)
     assert len(trained) == n + len(best)  # each best run once more, through the same worker path as the plan
     assert set(trained[n:]) <= set(trained[:n])
@@ -285,10 +297,9 @@ def test_learning_rate_from_the_entry_then_the_family_then_the_profile():
     assert {c.method: c.train.lr for c in planning.plan(p, "low_resource")} == {"houlsby": 3e-3, "full": 1e-4}
 
 
-def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+def test_plan_and_dry_run_counts(tmp_path):
     out = io.StringIO()
-    counts = costs.dry_run("paper", file=out)
+    counts = costs.dry_run("paper", file=out, root=tmp_path)
     assert counts == {**{f: len(planning.plan("paper", f)) for f in TRAINED},
                       "total": sum(len(planning.plan("paper", f)) for f in TRAINED)}
     assert counts["teaching"] == 6  # notebook 03: five methods, and the swap method on a second task
@@ -338,10 +349,9 @@ def _record(config, validation):
     return {"validation": validation, "config": config.to_dict()}
 
 
-def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validation(tmp_path, monkeypatch):
+def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validation():
     """Stage 1 (the grid at the first seed) is planned at once; the other seeds only with a choice, which
     is an input of plan(): planning never reads the store."""
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     p = replace(SMOKE, param_performance=dict(methods=[("houlsby", {}), ("full", {})], seeds=(0, 1, 2),
                                               lr_grid={"houlsby": (1e-3, 3e-3, 1e-2)}))
     stage1 = planning.plan(p, "param_performance")
@@ -359,9 +369,8 @@ def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validatio
     assert list(planning.choose_lrs(tie).values()) == [1e-3]  # a tie goes to the smaller rate
 
 
-def test_low_resource_chooses_each_rate_at_one_size_then_runs_every_size_and_seed(tmp_path, monkeypatch):
+def test_low_resource_chooses_each_rate_at_one_size_then_runs_every_size_and_seed():
     """The grid runs at lr_choice_size with the first seed; the rest waits for the choice, then uses it."""
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     s = replace(SMOKE.low_resource, sizes=(50, 100, 200), seeds=(0, 1), lr_grid={"compacter++": (3e-3, 1e-2)},
                 lr_choice_size=100)
     p = replace(SMOKE, low_resource=s)
