@@ -154,13 +154,13 @@ def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=No
 
 
 def plan_records(profile, family, store):
-    """The records of a family's plan in `store`, in plan order, read without running anything (budget
-    controls left out: tables.budget_control reads them). A ValueError names what the store lacks and
-    the runners that make it."""
+    """The family's own records of its plan in `store`, in plan order, read without running anything
+    (budget controls left out: tables.budget_control reads them; so are the records of any other family
+    the plan makes). A ValueError names what the store lacks and the runners that make it."""
     p = profiles_module.resolve(profile)
     units = planning.work(p, family, store)
     if lacking := [u for u in units if store.get(u.key, u.family) is None]:
         raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family} (e.g. {lacking[0]}); "
                          f"make them first: running.run_plan({p.name!r}, {family!r}) or "
                          f"`python -m adapterlab sweep --profile {p.name} --only {family}`")
-    return [store.get(u.key, u.family) for u in units if not u.control]
+    return [store.get(u.key, family) for u in units if not u.control and u.family == family]
