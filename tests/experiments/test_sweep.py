@@ -173,15 +173,17 @@ def test_a_fresh_sweep_retrains_older_records_once(out, capsys):
     assert {e["key"]: e["created"] for e in stored(out)} == after
 
 
-def test_a_run_records_the_workers_its_spec_names(monkeypatch):
-    """The driver tells each worker how many runs train side by side (spec["workers"]), and the record keeps it."""
+def test_a_run_records_the_workers_its_spec_names(monkeypatch, tmp_path):
+    """The driver tells each worker how many runs train side by side (spec["workers"]), and the record keeps it;
+    the GLUE folder the driver was given reaches the worker the same way."""
     from adapterlab.experiments import running
 
-    monkeypatch.setattr(running, "run_one",
-                        lambda config, eval_size, progress, save_to=None, glue_dir=None, workers=1: {"seen": workers})
-    unit = planning.work("smoke", "init_scale", ResultStore(profiles.results_dir(profiles.get("smoke"))))[0]
-    result = running.execute(running.pack(unit, None, id=unit.id, workers=3))
+    monkeypatch.setattr(running, "run_one", lambda config, eval_size, progress, save_to=None, glue_dir=None,
+                        workers=1: {"seen": workers, "glue_dir": glue_dir})
+    unit = planning.work("smoke", "init_scale", running.store_of("smoke", root=tmp_path))[0]
+    result = running.execute(running.pack(unit, None, id=unit.id, workers=3, glue_dir="/data/glue"))
     assert result["files"] == {} and result["record"]["seen"] == result["record"]["workers"] == 3
+    assert result["record"]["glue_dir"] == "/data/glue"
 
 
 def test_the_command_line_takes_fresh_or_a_time_to_resume_from(capsys):
