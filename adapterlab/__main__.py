@@ -7,10 +7,11 @@
     python -m adapterlab evaluate stars --input labelled.csv [--json]
     python -m adapterlab doctor [--report doctor.json]
     python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
-        [--workers-per-gpu 2] [--fresh | --since TIME]
+        [--workers-per-gpu 2] [--fresh | --since TIME] [--out DIR]
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
 
-Bad arguments print one clear line and exit with status 2, not a traceback.
+Bad arguments print one clear line and exit with status 2, not a traceback. The command line is where
+the environment is read (ADAPTERLAB_GLUE_DIR: the default of --glue-dir); the library takes arguments.
 """
 import argparse
 import json
@@ -87,7 +88,7 @@ def add_train_parser(sub):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:1 | mps")
-    p.add_argument("--glue-dir", help="local GLUE TSV directory (default: $ADAPTERLAB_GLUE_DIR, else the hub)")
+    add_glue_dir_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
 
 
@@ -111,6 +112,9 @@ def choose_max_length(args, task):
     print(f"max_length {max_length} ({how}): it cuts {cut:,} of {len(lengths):,} train texts "
           f"(the longest has {lengths.max():,} tokens)", flush=True)
     return max_length
+def add_glue_dir_argument(p):
+    p.add_argument("--glue-dir", default=os.environ.get("ADAPTERLAB_GLUE_DIR") or None,
+                   help="local GLUE TSV directory (default: $ADAPTERLAB_GLUE_DIR, else the hub)")
 
 
 def train_command(args):
@@ -244,6 +248,8 @@ def add_sweep_parser(sub):
                    help="local: K workers on each GPU (a MiniLM run uses a fraction of one); CPU: ignored")
     p.add_argument("--fresh", action="store_true", help="retrain every run stored before the sweep began")
     p.add_argument("--since", help="resume a fresh sweep: retrain only records made before this ISO time")
+    p.add_argument("--out", help="the store under this directory (DIR/data/results/<profile>/; default: the checkout's)")
+    add_glue_dir_argument(p)
 
 
 def sweep_command(args):
@@ -260,7 +266,8 @@ def sweep_command(args):
         raise ValueError("--fresh and --since both say what to retrain; give one (--since resumes a fresh sweep)")
     return sweep(args.profile, only=args.only, executor=args.executor, address=args.address,
                  max_parallel=args.max_parallel, retries=args.retries, progress=sys.stderr.isatty(),
-                 workers_per_gpu=args.workers_per_gpu, fresh=fresh_since(args.since or args.fresh, "--since"))
+                 workers_per_gpu=args.workers_per_gpu, fresh=fresh_since(args.since or args.fresh, "--since"),
+                 root=args.out, glue_dir=args.glue_dir)
 
 
 def add_regenerate_parser(sub):
@@ -275,6 +282,7 @@ def add_regenerate_parser(sub):
                    help="train the planned runs first, this many side by side (CPU: sharing the cores)")
     p.add_argument("--since", help="resume a fresh run: retrain only records made before this ISO time")
     p.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell")
+    add_glue_dir_argument(p)
 
 
 def regenerate_command(args):
@@ -282,7 +290,7 @@ def regenerate_command(args):
 
     return regenerate(profile=args.profile, only=args.only, fresh=args.fresh, out=args.out,
                       dry_run=args.dry_run, jobs=args.jobs, timeout=args.timeout, workers=args.workers,
-                      since=args.since)
+                      since=args.since, glue_dir=args.glue_dir)
 
 
 def main(argv=None):

@@ -10,11 +10,12 @@ The chosen notebooks' planned runs that the store lacks train first, in a sweep
 (sweep.py: --workers runs side by side, each record saying how many), so the
 notebooks only read them. Each notebook then runs in a fresh `python3` kernel with
 the working directory set to notebooks/ (relative paths behave as in JupyterLab).
-Papermill injects `profile` and `fresh` (False, or with --fresh/--since the time
-before which records count as missing, the sweep's) after the cell tagged
-`parameters`; the kernels also get ADAPTERLAB_PROFILE and, with `out`,
-ADAPTERLAB_OUT (see profiles.project_root), so results go to
-<root>/data/results/<profile>/ and figures to <root>/figures/<profile>/.
+Papermill injects `profile`, `fresh` (False, or with --fresh/--since the time
+before which records count as missing, the sweep's) and `root` (`out`, or None:
+the checkout) after the cell tagged `parameters`, so results go to
+<root>/data/results/<profile>/ and figures to <root>/figures/<profile>/
+(profiles.project_root). The steps that run in this process (the sweep, the
+tables, the figures) get the same profile and root as arguments.
 
 Executed copies go to <root>/build/notebooks/<profile>/NN_name.ipynb, each with an
 HTML export beside it (NN_name.html: static images embedded, plotly.js inlined so
@@ -35,7 +36,6 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from unittest import mock
 
 from ..experiments import families, profiles, results
 
@@ -82,13 +82,9 @@ def select(notebooks, only=None):
     return [nb for nb in notebooks if nb in chosen]
 
 
-def output_root(out=None):
-    """Where data/, figures/ and build/ go: `out`, else $ADAPTERLAB_OUT, else the checkout."""
-    return Path(out).resolve() if out else profiles.project_root()
-
-
 def build_dir(profile, out=None):
-    return output_root(out) / "build" / "notebooks" / profile
+    """Where the executed copies go: <root>/build/notebooks/<profile>/, root as profiles.project_root(out)."""
+    return profiles.project_root(out) / "build" / "notebooks" / profile
 
 
 # ---------------------------------------------------------------- one notebook (also in worker processes)
@@ -149,9 +145,7 @@ def _kernel_manager(log_path, extra_env):
         client_factory = Type(RepollingClient, klass="jupyter_client.asynchronous.AsyncKernelClient")
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
-            env = dict(kw.get("env") or os.environ)
-            env.update(extra_env)
-            kw["env"] = env
+            kw["env"] = {**kw["env"], **extra_env}  # jupyter_client's copy of our environment, and the batch's
             log = open(log_path, "ab")
             kw["stdout"] = kw["stderr"] = log
             try:
@@ -296,22 +290,23 @@ def credit_files(outcomes, before, after):
 
 # ---------------------------------------------------------------- the steps of the command
 
-def kernel_env(profile, out=None, jobs=1):
-    """What the kernels' environment adds to ours: KERNEL_ENV, ADAPTERLAB_PROFILE, ADAPTERLAB_OUT (with
-    `out`, or when ours sets it: see profiles.project_root) and, with `jobs` notebooks side by side, a
-    share of the cores each (OMP_NUM_THREADS, unless ours sets it)."""
-    env = dict(KERNEL_ENV, ADAPTERLAB_PROFILE=profile)
-    if out or os.environ.get("ADAPTERLAB_OUT"):
-        env["ADAPTERLAB_OUT"] = str(output_root(out))
-    if jobs > 1 and "OMP_NUM_THREADS" not in os.environ:  # share the cores instead of fighting over them
+def kernel_env(jobs=1):
+    """What the kernels' environment adds to ours: KERNEL_ENV and, with `jobs` notebooks side by side, a
+    share of the cores each (OMP_NUM_THREADS). The kernels' parameters come through papermill
+    (notebook_parameters), not through their environment."""
+    env = dict(KERNEL_ENV)
+    if jobs > 1:  # share the cores instead of fighting over them
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))
     return env
 
 
-def _writing_where_kernels_do(env):
-    """Our environment with the kernels' ADAPTERLAB_OUT, for the sweep that runs in this process (its
-    workers inherit it): the result store it fills is the kernels'."""
-    return mock.patch.dict(os.environ, {k: v for k, v in env.items() if k == "ADAPTERLAB_OUT"})
+def notebook_parameters(profile, since, out=None):
+    """What papermill injects into every notebook: `profile` (its name), `fresh` (the since time when this
+    run retrains: the kernels' stores then ignore the records the sweep ignored, and 04 scores again the
+    spans stored before it; else False) and `root` (profiles.project_root(out) with `out`, else None: the
+    checkout), so a kernel reads and writes the store and figures this run does, whatever its
+    environment says."""
+    return dict(profile=profile.name, fresh=since or False, root=str(profiles.project_root(out)) if out else None)
 
 
 def _trained_families(chosen):
@@ -319,49 +314,48 @@ def _trained_families(chosen):
     return [families.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in families.NOTEBOOK_FAMILY]
 
 
-def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
+def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
     """Print what would run, ending with the training runs `profile` implies and how many the store under
     `root` holds (costs.dry_run, as a table rather than run by run)."""
     from ..experiments import costs
 
-    print(f"regenerate --profile {profile}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
-          f"{jobs} at a time), parameters profile={profile!r} fresh={since or False!r}")
+    print(f"regenerate --profile {profile.name}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
+          f"{jobs} at a time), parameters " + " ".join(f"{k}={v!r}" for k, v in parameters.items()))
     for nb in chosen:
         print(f"  {nb.name:<32} -> {out_dir / nb.name}")
     trained = _trained_families(chosen)
     print(f"training first (sweep): the planned runs of {', '.join(trained)}, {workers} at a time" if trained
           else "training first: nothing (no chosen notebook trains)")
-    print(f"results -> {root / 'data' / 'results' / profile}, figures -> {root / 'figures' / profile}")
+    print(f"results -> {root / 'data' / 'results' / profile.name}, figures -> {root / 'figures' / profile.name}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
     print(f"planned training runs: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
     return 0
 
 
-def train_first(profile, chosen, workers, since, env, progress):
-    """Train the planned runs of the chosen notebooks' families before any notebook runs: `workers`
-    runs side by side (sweep.py, which records that count in each run; on CPU each run gets cores //
-    workers threads), records made before `since` (ISO text; None: none) counting as missing. The
-    sweep also scores 04's spans (units of its plan), so the notebooks train and score nothing: they
-    read. Returns the sweep's exit status (0 when no chosen notebook has a plan)."""
+def train_first(profile, chosen, workers, since, root, progress, glue_dir=None):
+    """Train the planned runs of the chosen notebooks' families into the store under `root` before any
+    notebook runs: `workers` runs side by side (sweep.py, which records that count in each run; on CPU each
+    run gets cores // workers threads), records made before `since` (ISO text; None: none) counting as
+    missing, GLUE read from glue_dir (None: the hub). The sweep also scores 04's spans (units of its
+    plan), so the notebooks train and score nothing: they read. Returns the sweep's exit status (0 when
+    no chosen notebook has a plan)."""
     from ..experiments import sweep as sweep_module
 
     if since:
         print(f"retraining every run stored before {since}; after an interruption, resume with "
-              f"`python -m adapterlab regenerate --profile {profile} --since {since} --workers {workers}`")
+              f"`python -m adapterlab regenerate --profile {profile.name} --since {since} --workers {workers}`")
     trained = _trained_families(chosen)
     if not trained:
         return 0
-    with _writing_where_kernels_do(env):
-        return sweep_module.sweep(profile, only=trained, max_parallel=workers, progress=progress,
-                                  fresh=since or False)
+    return sweep_module.sweep(profile, only=trained, max_parallel=workers, progress=progress,
+                              fresh=since or False, root=root, glue_dir=glue_dir)
 
 
-def notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout):
-    """One job (what run_notebook takes: a picklable dict) per chosen notebook. Papermill injects `profile`,
-    and `fresh`: the since time when this run retrains (the kernels' stores then ignore the records the sweep
-    ignored, and find the ones it made), else False."""
+def notebook_jobs(chosen, parameters, env, out_dir, notebooks_dir, timeout):
+    """One job (what run_notebook takes: a picklable dict) per chosen notebook, each given `parameters`
+    (notebook_parameters) and the kernel environment `env` (kernel_env)."""
     return [dict(notebook=str(nb), output=str(out_dir / nb.name), env=env, cwd=str(notebooks_dir),
-                 parameters=dict(profile=profile, fresh=since or False), timeout=timeout or None) for nb in chosen]
+                 parameters=parameters, timeout=timeout or None) for nb in chosen]
 
 
 def run_notebooks(todo, jobs, progress, desc):
@@ -489,13 +483,13 @@ def _failure_report(o):
 # ---------------------------------------------------------------- the command
 
 def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
-               notebooks_dir=None, progress=True, executed_dir=None, workers=1, since=None):
+               notebooks_dir=None, progress=True, executed_dir=None, workers=1, since=None, glue_dir=None):
     """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
 
     First the chosen notebooks' planned runs that the store lacks are trained (train_first, a sweep),
     then the notebooks run, read them and write their tables and figures (credited to them: credit_files).
 
-    profile        smoke | default | paper
+    profile        smoke | default | paper (a name or a Profile)
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
     fresh          retrain instead of reusing cached results: records made before this call count as
                    missing, for the sweep and in the kernels (results.fresh_since)
@@ -503,15 +497,16 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
                    run: pass the time it printed)
     workers        runs trained side by side before the notebooks run (a sweep; on CPU the cores are
                    shared out, which trains more examples per second than one run on all of them)
-    out            write data/, figures/ and build/ under this directory (kernels get ADAPTERLAB_OUT)
+    out            write data/, figures/ and build/ under this directory (the kernels get it as `root`)
     dry_run        list what would run and the planned training runs (costs.dry_run), running nothing
     jobs           notebooks run in parallel worker processes (capped by the cores and the notebooks)
     timeout        seconds allowed per cell (None or 0: no limit)
     notebooks_dir  where the NN_name.ipynb files are (default: the checkout's notebooks/)
     progress       show a progress bar over the notebooks (stderr)
     executed_dir   where the executed copies go (default: <root>/build/notebooks/<profile>/)
+    glue_dir       the folder of GLUE's TSV files the training reads (None: the hub)
     """
-    profile = profiles.get(profile).name
+    profile = profiles.resolve(profile)  # the one place a name becomes a Profile; everything below takes it
     notebooks_dir = Path(notebooks_dir).resolve() if notebooks_dir else NOTEBOOKS_DIR
     found = find_notebooks(notebooks_dir)
     if not found:
@@ -519,30 +514,31 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     chosen = select(found, only)
     jobs = max(1, min(int(jobs or 1), os.cpu_count() or 1, len(chosen)))
     workers = max(1, int(workers or 1))
-    root = output_root(out)
-    out_dir = Path(executed_dir) if executed_dir else build_dir(profile, out)
-    env = kernel_env(profile, out, jobs)
+    root = profiles.project_root(out)
+    out_dir = Path(executed_dir) if executed_dir else build_dir(profile.name, out)
+    env = kernel_env(jobs)
     when = results.fresh_since(since, "--since") if since is not None else results.fresh_since(bool(fresh))
     since = None if when is None else when.isoformat(timespec="seconds")
+    parameters = notebook_parameters(profile, since, out)
 
     if dry_run:
-        return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since)
-    if profile == "paper" and not _cuda_available():
-        print(f"error: the {profile!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and "
+        return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters)
+    if profile.name == "paper" and not _cuda_available():
+        print(f"error: the {profile.name!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and "
               "access to the Hugging Face hub, and no GPU is visible here. See what it would run with "
-              f"`python -m adapterlab regenerate --profile {profile} --dry-run`, or use --profile default "
+              f"`python -m adapterlab regenerate --profile {profile.name} --dry-run`, or use --profile default "
               "(CPU, offline).", file=sys.stderr)
         return 2
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    status = train_first(profile, chosen, workers, since, env, progress)
+    status = train_first(profile, chosen, workers, since, root, progress, glue_dir)
     if status:  # interrupted (130) or runs failed (1, named above): the notebooks would train them one by one
         print(f"regenerate: training stopped before the notebooks ran (status {status}); rerun with --since "
               f"{since} to resume" if since else f"regenerate: training stopped (status {status}); rerun to resume",
               file=sys.stderr)
         return status
-    before = written(root, profile)
-    outcomes = run_notebooks(notebook_jobs(chosen, profile, since, env, out_dir, notebooks_dir, timeout), jobs,
-                             progress, desc=f"regenerate {profile}")
-    credit_files(outcomes, before, written(root, profile))
-    return report(outcomes, root, out_dir, profile, since)
+    before = written(root, profile.name)
+    outcomes = run_notebooks(notebook_jobs(chosen, parameters, env, out_dir, notebooks_dir, timeout), jobs,
+                             progress, desc=f"regenerate {profile.name}")
+    credit_files(outcomes, before, written(root, profile.name))
+    return report(outcomes, root, out_dir, profile.name, since)

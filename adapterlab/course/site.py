@@ -294,7 +294,7 @@ def execute_solutions(profile):
     returns that folder, or None when a notebook failed."""
     from .exercises import build_course
 
-    root = regenerate.output_root()
+    root = profiles.project_root()
     _, solved = build_course(root / "build" / "course")
     executed = root / "build" / "site-notebooks" / profile
     stale = [nb.stem[:2] for nb in regenerate.find_notebooks(solved)
@@ -318,10 +318,10 @@ def main(argv=None):
         if executed is None:
             return 1
         sources = [executed]
-    out = Path(args.out) if args.out else regenerate.output_root() / "build" / "site" / profile
+    out = Path(args.out) if args.out else profiles.project_root() / "build" / "site" / profile
     # how long the notebooks take: the last runs of the student versions (cached), and the runs that trained
     timing_files = [regenerate.build_dir(profile) / regenerate.TIMINGS,
-                    regenerate.output_root() / "data" / "results" / profile / regenerate.TIMINGS]
+                    profiles.project_root() / "data" / "results" / profile / regenerate.TIMINGS]
     try:
         index = build(sources, out, profile, timing_files=timing_files)
     except (ValueError, RuntimeError) as error:

@@ -18,9 +18,9 @@ from ..methods.config import method
 from .results import ResultStore
 
 
-def dry_run(profile=None, families=TRAINED, verbose=True, file=None, root=None):
+def dry_run(profile, families=TRAINED, verbose=True, file=None, root=None):
     """Print the planned runs of each family and their counts; return {family: count} (+ "total").
-    The store counted is <root>/data/results/<profile>/ (root: profiles.project_root() unless given)."""
+    The store counted is <root>/data/results/<profile>/ (profiles.results_dir)."""
     p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p, root))
     counts = {}

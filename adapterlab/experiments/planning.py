@@ -52,7 +52,7 @@ def eval_size(profile, family):
     return own if own is not None else p.eval_size
 
 
-def run_key(config, profile=None, family=None):
+def run_key(config, profile, family):
     """The result-store config of a run: the RunConfig as a dict, the full method it resolves to (so a
     changed preset default changes the key), the CODE_VERSION, plus "eval_size" when the profile (or the
     family's settings) caps the evaluation sets."""
@@ -357,7 +357,7 @@ _PLANS = {"teaching": _teaching_plan, "layer_removal": _layer_removal_plan, "ini
 assert tuple(_PLANS) == TRAINED
 
 
-def plan(profile=None, family="layer_removal", chosen=None):
+def plan(profile, family, chosen=None):
     """The training runs (train.RunConfig) one family needs in a profile, in run order.
 
     `chosen` ({grid id: learning rate}, from choose_lrs) holds the rates chosen on validation from the

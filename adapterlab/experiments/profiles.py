@@ -7,10 +7,10 @@
 This module holds the Profile, the typed settings of each experiment (Teaching, LayerRemoval,
 InitScale, ParamPerformance, LowResource: frozen dataclasses, so a misspelled setting is a
 ValueError naming the valid ones, never a silent default), the three profiles, and where results
-and figures go. A notebook reads its profile from ADAPTERLAB_PROFILE (papermill can inject it);
-planning.py turns a profile's settings into run configs.
+and figures go. A name becomes a Profile once, where it enters (the command line, a notebook's
+parameters cell, a public function given a name: resolve); planning.py turns a profile's settings into
+run configs.
 """
-import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -202,10 +202,7 @@ class Profile:
         return getattr(self, family)
 
 
-# The default profile's learning-rate grid per method (notebooks 06 and 07 choose from it on validation);
-# why these values: the param_performance comment in the default profile. Each grid first held two or three
-# rates around a calibration run's best; a choice at an end of its grid then added the next rate of the 1-3-10
-# ladder in that direction (docs/protocol.md lists each addition)
+# The default profile's learning-rate grids, each bracketing the rate 06 and 07 choose on validation (docs/protocol.md)
 DEFAULT_LR_GRID = {"full": (3e-5, 1e-4, 3e-4), "top-k": (1e-4, 3e-4), "houlsby": (3e-4, 1e-3, 3e-3),
                    "pfeiffer": (3e-4, 1e-3, 3e-3), "adapterdrop": (3e-4, 1e-3, 3e-3), "phm": (1e-3, 3e-3, 1e-2),
                    "layernorm": (1e-3, 3e-3, 1e-2), "adapter-lowrank": (1e-3, 3e-3, 1e-2),
@@ -244,49 +241,24 @@ PROFILES = {
         description="pretrained all-MiniLM-L6-v2 (packaged) on airline sentiment tweets: CPU-sized, offline",
         backbone="default",
         tasks=("airline",),
-        # lr 1e-3 for adapter methods: 0.81 validation accuracy after 80 steps (3e-3 learns as fast when it
-        # learns, but one 160-step run stayed at the majority class throughout); full fine-tuning and top-k
-        # 2e-4 (5e-5 too slow). Compacter / Compacter++ with the authors' PHM init (rule N(0, 1e-4), Glorot
-        # factors): 3e-3, as in their configs (150 steps, seed 0, validation accuracy: Compacter++ 1e-3 0.699,
-        # 3e-3 0.813, 1e-2 0.794, 3e-2 0.799; Compacter 3e-3 0.816, 1e-2 0.724)
+        # the rates of runs without a grid (03's): the calibration runs' best per kind of method (docs/protocol.md)
         train=dict(epochs=3, lr=1e-3, batch_size=32),
         method_lr={"full": 2e-4, "top-k": 2e-4, "compacter": 3e-3, "compacter++": 3e-3},
         train_size=2000,
         max_length=64,
-        # every run validates and tests on the WHOLE splits (1,442 / 1,443 tweets): the convergence rule
-        # (rules.py) asks that a run's last-third gain be shown below 1.5 points (gain + 1.645 paired SE); on
-        # 500 tweets that SE is ~1.3 points, so no run could ever pass, on 1,442 it is ~0.7. A whole test split
-        # also halves the SE of every score. How the protocol got here: docs/protocol.md
+        # the whole splits (1,442 / 1,443 tweets): on fewer, no run's plateau could pass the convergence rule
         eval_size=None,
         # notebook 03 is the lesson's own runs (one per method): they teach, no claim rests on them
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
                       second_task="synthetic"),
-        # one well-trained model; the heatmap is scored on the validation split. 240 steps validated every 40:
-        # its score moves +0.2 [90% CI -0.9, +1.3] points on validation at twice the steps, inside the margin
-        # (budget rule 3; docs/protocol.md has how the budget got here). Budget control: the same run at 480
+        # one model, 240 steps: at twice the steps (its budget control) its score moves less than the margin
         layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=240, eval_every=40),
                            budget_control=("airline",)),
-        # Houlsby Fig. 6 right, scaled down: 8 stds x 3 seeds, 360 steps validated every 60 (the small stds
-        # start slower; 180 steps left most runs unconverged: docs/protocol.md). lr 1e-3: the rate notebook 06
-        # chooses on validation for this very configuration (Houlsby m=64 at the preset std 1e-2), so the sweep
-        # varies the std and nothing else. Budget control at 720 steps: std 1e-7 (the claims' reference, the
-        # smallest std) and 1e-2 (the preset, the edge of the "flat" claim)
+        # Houlsby Fig. 6 right scaled down, at the rate 06 chooses for this Houlsby m=64, so only the std varies
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
                         method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),
-                        budget_control=(1e-7, 1e-2)),
-        # Every method for 360 steps (~6 epochs of the 2,000 tweets), validated every 60 (six points: the
-        # convergence rule sees a plateau over the last third). The learning rate is chosen on validation (seed
-        # 0, the whole split) from a grid per method, as Houlsby swept {3e-5, 3e-4, 3e-3}; seeds 1 and 2 then
-        # train at the chosen rate, so differences paired by seed have an interval. A grid brackets its choice:
-        # a rate chosen at an end adds the next rate of the 1-3-10 ladder that way, until the choice is interior
-        # or two rates were added (docs/protocol.md: each addition, and where the first grids came from).
-        # Compacter's other baselines at the authors' settings: Prompt Tuning-R and -T with 100 prompt tokens,
-        # Intrinsic-SAID with d' = 1,400 (Compacter §5.5; the authors train both at 3e-2), LoRA (r = 8 on query
-        # and value, PEFT's defaults) and the head-only probe (Houlsby's feature-based baseline). Intrinsic-SAID
-        # starts at 1e-3: at 3e-2 and above its subspace step wrecks the body's features during warmup.
-        # Budget control at 720 steps: full fine-tuning (the reference arm), Houlsby m=64, Compacter++ and
-        # LayerNorm, the arms of the claims nearest the margin.
-        # Entries: (method, method_args) or (method, method_args, {"lrs": own grid, other TrainConfig fields})
+                        budget_control=(1e-7, 1e-2)),  # the claims' reference std, and the preset's
+        # every method at the rate of its grid best on validation (seed 0, as Houlsby swept), so seeds pair
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=2), dict(lrs=(1e-3, 3e-3, 1e-2))),
                      ("houlsby", dict(bottleneck=8), dict(lrs=(3e-4, 1e-3, 3e-3, 1e-2)))]
@@ -300,29 +272,18 @@ PROFILES = {
                ("prompt-tuning", dict(prompt_init="vocab"), dict(lrs=(3e-2, 3e-1, 1.0, 3.0))), ("intrinsic-said", {})],
             lr_grid={**DEFAULT_LR_GRID, "compacter++": (3e-3, 1e-2, 3e-2), "head-only": (3e-3, 1e-2, 3e-2, 1e-1),
                      "lora": (1e-3, 3e-3, 1e-2), "intrinsic-said": (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)},
-            seeds=(0, 1, 2), train=dict(max_steps=360, eval_every=60),
+            seeds=(0, 1, 2), train=dict(max_steps=360, eval_every=60),  # six validations: a last third to judge
+            # the reference arm, then the arms of the claims nearest the margin
             budget_control=(("full", {}), ("houlsby", dict(bottleneck=64)), ("compacter++", {}), ("layernorm", {}))),
-        # Compacter Fig. 4's protocol scaled down. The paper trains 2,500 steps at every size (1000/200/100/50/25
-        # epochs of 100..4,000 examples); here 375 steps at every size: 12,000 examples seen, three epochs of
-        # the largest subset (one epoch of 4,000 left Compacter++ at 4,000 below its own score at 2,000, a
-        # budget artefact). Validation 6 times per run on the whole split and the best
-        # state tested (the paper: every 250 steps, best on validation); 3 seeds, each with its own nested subsets,
-        # methods compared paired by seed. Learning rates: each rate of the grid trains at 1,000 examples with
-        # seeds 0 and 1 and the best MEAN validation wins, so one seed's noise cannot decide (one seed's choice
-        # can rest on 1-3 tweets). Compacter's Fig. 4 compares Compacter++ with full fine-tuning only;
-        # Houlsby is our addition and trains one seed (its grid on seed 0), which saves ~35 minutes.
-        # Budget control at 750 steps: full fine-tuning (the reference arm) and Compacter++ at 4,000 examples
-        # (the fewest epochs)
+        # Compacter Fig. 4 scaled down: the same steps at every size, rates chosen on two seeds' mean validation
         low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),
                           lr_grid={**{m: DEFAULT_LR_GRID[m] for m in ("full", "houlsby")},
                                    "full": (1e-5, *DEFAULT_LR_GRID["full"]), "compacter++": (1e-3, 3e-3, 1e-2, 3e-2)},
                           lr_choice_size=1000, lr_choice_seeds=(0, 1), seeds=(0, 1, 2),
-                          method_seeds={"houlsby": (0,)}, steps=375, evaluations=6,
-                          budget_control=(("full", 4000), ("compacter++", 4000))),
-        # Houlsby's stream of tasks: 4 tweet domains x 2 orders x 3 seeds, 1,000 tweets x 3 epochs (96 steps)
-        # per task, validated every 32 steps on 500 tweets and tested on 500 (the recall checks evaluate every
-        # adapter after every arrival, so the evaluation sets stay small). The adapters train at 1e-3, the
-        # rate 06 chooses on validation for the same Houlsby m=64 (the default above)
+                          method_seeds={"houlsby": (0,)},  # Houlsby is our addition to the figure: one seed
+                          steps=375, evaluations=6,  # three epochs of the largest subset
+                          budget_control=(("full", 4000), ("compacter++", 4000))),  # the fewest epochs
+        # Houlsby's stream of tasks: small evaluation sets, as every adapter is evaluated at each arrival
         stream=dict(train=dict(epochs=3, batch_size=32, eval_every=32)),
     ),
     # The papers' protocols; each setting names the passage it follows (README "The paper profile").
@@ -385,36 +346,37 @@ PROFILES = {
 }
 
 
-def resolve(profile=None):
-    """A Profile from a Profile, a name, or None ($ADAPTERLAB_PROFILE, else "default")."""
+def resolve(profile):
+    """A Profile from a Profile or a profile's name (get): a name becomes a Profile here, once."""
     return profile if isinstance(profile, Profile) else get(profile)
 
 
-def get(name=None):
-    """The profile by name; by default the one in ADAPTERLAB_PROFILE (else "default")."""
-    name = name or os.environ.get("ADAPTERLAB_PROFILE", "default")
+def get(name):
+    """The profile of this name; a ValueError names the choices for any other (None included)."""
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+        given = "no profile given" if name is None else f"unknown profile {name!r}"
+        raise ValueError(f"{given}; choose one of {', '.join(PROFILE_NAMES)}")
     return PROFILES[name]
 
 
-def project_root():
-    """Where data/ and figures/ live: $ADAPTERLAB_OUT if set (regenerate --out), else the checkout
-    this package sits in, else the working directory."""
-    if os.environ.get("ADAPTERLAB_OUT"):
-        return Path(os.environ["ADAPTERLAB_OUT"]).resolve()
+def project_root(out=None):
+    """Where data/ and figures/ live: `out` when given (regenerate --out), else the checkout this package
+    sits in, else the working directory."""
+    if out:
+        return Path(out).resolve()
     checkout = Path(__file__).resolve().parents[2]
     return checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
 
 
 def results_dir(profile, root=None):
-    """<root>/data/results/<profile>/, root being project_root() unless given (regenerate --out)."""
+    """<root>/data/results/<profile>/, root as project_root(root) gives it."""
     name = profile.name if isinstance(profile, Profile) else profile
-    return Path(root or project_root()) / "data" / "results" / name
+    return project_root(root) / "data" / "results" / name
 
 
-def figures_dir(profile):
+def figures_dir(profile, root=None):
+    """<root>/figures/<profile>/ (made when missing), root as project_root(root) gives it."""
     name = profile.name if isinstance(profile, Profile) else profile
-    path = project_root() / "figures" / name
+    path = project_root(root) / "figures" / name
     path.mkdir(parents=True, exist_ok=True)
     return path

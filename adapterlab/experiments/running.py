@@ -1,15 +1,17 @@
 """Running a plan: make what the result store lacks, in plan order, and hand back the records.
 
     records = running.run_plan(profile, "init_scale")       # trains only the missing runs
-    records = running.records(profile, "init_scale")        # reads them; names what is missing
+    records = running.plan_records(profile, "init_scale", running.store_of(profile))   # reads, trains nothing
     record = running.run_config(profile, "init_scale", config)   # one run more, keyed like the plan's
     record = running.run_one(config, eval_size=500)          # one run: train.run + how it was timed
 
 A plan is a list of units of work (planning.work, work.Work) for every family alike: notebook 08's
 steps as much as 06's training runs and 04's span scores. run_plan runs the ready ones here, one
 after the other, through the one worker function (execute) the sweep (sweep.py) runs in parallel, and
-stores what comes back the way the sweep does (store_result). The notebooks call run_plan, then read
-the tables (report.tables.get); `fresh` becomes the store's `since` here (store_of, results.fresh_since).
+stores what comes back the way the sweep does (store_result). The notebooks call run_plan before they
+build their tables (report.tables.get reads what it stored); `fresh` becomes the store's `since` here
+(store_of, results.fresh_since). Every store lives under <root>/data/results/<profile>/, root as
+profiles.project_root(root) gives it.
 """
 import platform
 import shutil
@@ -28,10 +30,10 @@ from ..training import train as T
 from .results import ResultStore, fresh_since
 
 
-def store_of(profile, fresh=False):
-    """The result store of a profile, data/results/<profile>/, in which the records `fresh` retrains
-    (results.fresh_since) count as missing."""
-    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile)), since=fresh_since(fresh))
+def store_of(profile, fresh=False, root=None):
+    """The result store of a profile, <root>/data/results/<profile>/, in which the records `fresh`
+    retrains (results.fresh_since) count as missing."""
+    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile), root), since=fresh_since(fresh))
 
 
 def machine():
@@ -67,9 +69,10 @@ def run_one(config, eval_size=None, device="auto", progress=False, save_to=None,
 
 def _train(spec, needs, out):
     """The worker of a training run: run_one on the spec's config, its adapter saved to `out` when the
-    family keeps it (planning.keeps_adapter)."""
+    family keeps it (planning.keeps_adapter), GLUE read from the spec's glue_dir (None: the hub)."""
     return run_one(T.RunConfig.from_dict(spec["config"]), spec["eval_size"], progress=spec.get("progress", False),
-                   save_to=out if spec["save"] else None, workers=spec.get("workers", 1))
+                   save_to=out if spec["save"] else None, glue_dir=spec.get("glue_dir"),
+                   workers=spec.get("workers", 1))
 
 
 def _spans(spec, needs, out):
@@ -85,7 +88,7 @@ STEPS = {"train": _train, "spans": _spans, **stream.STEPS}
 
 def pack(unit, store, **extra):
     """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
-    worker on another machine needs no shared disk) and `extra` (workers, progress)."""
+    worker on another machine needs no shared disk) and `extra` (workers, progress, glue_dir)."""
     inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
               for need in unit.needs]
     return {**unit.spec, "inputs": inputs, **extra}
@@ -121,9 +124,9 @@ def store_result(store, unit, result):
     store.put(unit.key, result["record"], unit.family)
 
 
-def run_unit(store, unit, progress=False):
+def run_unit(store, unit, progress=False, glue_dir=None):
     """Run one unit here, as a sweep's worker would, and store it: its record."""
-    store_result(store, unit, execute(pack(unit, store, progress=progress)))
+    store_result(store, unit, execute(pack(unit, store, progress=progress, glue_dir=glue_dir)))
     return store.get(unit.key, unit.family)
 
 
@@ -135,66 +138,60 @@ def drop_unneeded(store, units):
 
 # ----------------------------------------------------------------------------- a plan, in this process
 
-def _family_records(store, units, family):
-    """The stored records of the family's own units (budget controls and further steps, such as layer
-    removal's span scores, aside), in plan order."""
-    return [r for u in units if u.family == family and not u.control and (r := store.get(u.key, family)) is not None]
-
-
-def run_plan(profile, family, fresh=False, progress=True):
-    """Records of a family's plan, in plan order, made where the store lacks them: run the ready units
-    (work.ready), store them, and ask the planner again, until nothing is ready. Asking again is how
-    the learning rates chosen on stored grids add their runs, how layer removal adds its span scores
-    and how a chain of steps grows. The plan's budget controls and span scores run too but are not
-    among the records returned (the tables read them). `fresh` becomes one time for the whole call, so
-    each unit reruns once."""
+def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=None):
+    """Records of a family's plan, in plan order, made where the store under `root` lacks them: run the
+    ready units (work.ready), store them, and ask the planner again, until nothing is ready. Asking
+    again is how the learning rates chosen on stored grids add their runs, how layer removal adds its
+    span scores and how a chain of steps grows. The plan's budget controls and span scores run too but
+    are not among the records returned (the tables read them). `fresh` becomes one time for the whole
+    call, so each unit reruns once. glue_dir: the folder of GLUE's TSV files (None: the hub)."""
     p = profiles_module.resolve(profile)
-    store = store_of(p, fresh)
+    store = store_of(p, fresh, root)
     done = set()
     bar = tqdm(desc=f"{p.name}/{family}", disable=not progress, unit="run", total=0)
     while todo := [u for u in work.ready(planning.work(p, family, store), store) if u.id not in done]:
         bar.total += len(todo)
         for unit in todo:
             bar.set_postfix_str(unit.label, refresh=False)
-            run_unit(store, unit, progress)
+            run_unit(store, unit, progress, glue_dir)
             done.add(unit.id)
             bar.update()
     bar.close()
-    units = planning.work(p, family, store)
-    drop_unneeded(store, units)
-    return _family_records(store, units, family)
+    records = plan_records(p, family, store)  # before any file goes: a later step's key may hash an earlier's
+    drop_unneeded(store, planning.work(p, family, store))
+    return records
 
 
-def records(profile, family):
-    """The records of a family's plan, in plan order (budget controls and span scores aside), read from
-    the store, which must hold every unit of the plan; a ValueError names what it lacks and the fix."""
+def plan_records(profile, family, store):
+    """The family's own records of its plan in `store`, in plan order, read without running anything
+    (budget controls left out: tables.budget_control reads them; so are the records of any other family
+    the plan makes). A ValueError names what the store lacks and the runners that make it."""
     p = profiles_module.resolve(profile)
-    store = store_of(p)
     units = planning.work(p, family, store)
-    lacking = [str(u) for u in units if store.get(u.key, u.family) is None]
-    if lacking:
-        raise ValueError(f"the {p.name} store lacks {len(lacking)} unit(s) of the {family} plan (e.g. {lacking[0]}); "
-                         f"run running.run_plan({p.name!r}, {family!r}) or "
+    if lacking := [u for u in units if store.get(u.key, u.family) is None]:
+        raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family} (e.g. {lacking[0]}); "
+                         f"make them first: running.run_plan({p.name!r}, {family!r}) or "
                          f"`python -m adapterlab sweep --profile {p.name} --only {family}`")
-    return _family_records(store, units, family)
+    return [store.get(u.key, family) for u in units if not u.control and u.family == family]
 
 
 # ----------------------------------------------------------------------------- one more run
 
-def run_config(profile, family, config, fresh=False, progress=True, keep_adapter=None):
+def run_config(profile, family, config, fresh=False, progress=True, keep_adapter=None, root=None):
     """The record of one training run keyed as the family's plan keys it (planning.training_unit), run
-    here as a unit of work and stored when the store lacks it, or has it without the adapter it keeps
-    (work.usable): a notebook's one run more (another std, a chosen method). keep_adapter: save the
-    adapter (None: when the family keeps it, planning.keeps_adapter); saved_files finds it. `fresh`
-    (results.fresh_since; pass the same time to several calls so that each run retrains once)."""
-    store = store_of(profile, fresh)
+    here as a unit of work and stored when the store under `root` lacks it, or has it without the
+    adapter it keeps (work.usable): a notebook's one run more (another std, a chosen method).
+    keep_adapter: save the adapter (None: when the family keeps it, planning.keeps_adapter); saved_files
+    finds it. `fresh` (results.fresh_since; pass the same time to several calls so that each run
+    retrains once)."""
+    store = store_of(profile, fresh, root)
     unit = planning.training_unit(profile, family, config, keep_adapter=keep_adapter)
     if not work.usable(store, unit):
         run_unit(store, unit, progress)
     return store.get(unit.key, family)
 
 
-def saved_files(profile, family, config):
+def saved_files(profile, family, config, root=None):
     """The folder of the files a stored run of the family left (its adapter, when it keeps one)."""
     p = profiles_module.resolve(profile)
-    return work.folder(store_of(p), planning.training_unit(p, family, config))
+    return work.folder(store_of(p, root=root), planning.training_unit(p, family, config))

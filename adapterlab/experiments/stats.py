@@ -431,19 +431,7 @@ def holm(verdicts, alpha=ALPHA):
     return out
 
 
-# The budget control's rule, version 3: a family's budget is enough when its conclusions survive twice the
-# budget. A family's controls are its `budget_control` entries, every seed, at 1x and 2x the steps; the first
-# entry is the reference arm, and each other entry stands for the claim "entry minus reference" (06: each
-# method minus full fine-tuning; 07: Compacter++ minus full; 05: std 1e-2 minus std 1e-7). A family with one
-# entry (04: one trained model whose ablations are compared) stands for that model's score. The claim's move,
-# (its difference at 2x) - (its difference at 1x), is measured on the validation split with both sources of
-# noise (seeds and validation examples, _two_level); the family passes when every move is shown inside
-# +-MARGIN (TOST: its 90% interval inside the margin). Version 2 pooled the controls' own score gains, judged on
-# the test split: two controls could move +1.0 and -0.9 and pass while the difference between them moved +1.9.
-# Every seed trains a control because one seed's move combines four runs' example noise (SE ~1 point on 1,442
-# validation tweets: a 90% interval of +-1.6 points could never lie inside +-1.5); with three seeds the SE is
-# ~0.6 and a claim that does not move passes about two times in three. The test split decides nothing but the
-# final verdicts (docs/protocol.md).
+# Budget rule 3 (claim_move, budget_verdict): a budget is enough when no claim moves by the margin at twice the steps
 BUDGET_RULE_VERSION = 3
 HOLDS, MOVES, UNDECIDED = "holds", "moves", "undecided"
 

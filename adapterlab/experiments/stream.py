@@ -79,7 +79,7 @@ STREAM_VERSION = 2  # 2: every training step records its convergence verdict
 
 # ----------------------------------------------------------------------------- settings
 
-def settings(profile=None):
+def settings(profile):
     """The stream settings of a profile (profiles.StreamSettings, its `stream` setting)."""
     return profiles_module.resolve(profile).stream
 
@@ -148,7 +148,7 @@ def serving_step(s):
                              "stream_version": STREAM_VERSION})
 
 
-def steps(profile=None, store=None):
+def steps(profile, store=None):
     """Every step of a profile's stream (its units of work, planning.work), in an order that runs: a
     step after the steps it needs. With a store, recall steps carry the stored adapters' file hashes
     (see recall_step)."""
@@ -496,10 +496,11 @@ def short_name(task):
     return task.removeprefix(task_registry.TWEET_TASK_PREFIX)
 
 
-def load(profile=None, store=None):
-    """The StreamResult of a profile from its store; a ValueError naming the missing steps and the fix."""
+def load(profile, store=None, root=None):
+    """The StreamResult of a profile from its store (default: the one under `root`); a ValueError naming
+    the missing steps and the fix."""
     p = profiles_module.resolve(profile)
-    store = store or ResultStore(profiles_module.results_dir(p))
+    store = store or ResultStore(profiles_module.results_dir(p, root))
     step_list = steps(p, store)
     records = {st.id: store.get(st.key, FAMILY) for st in step_list}
     lacking = [str(st) for st in step_list if records[st.id] is None]

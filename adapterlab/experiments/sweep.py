@@ -64,13 +64,13 @@ def families(only=None):
     return [f for f in PLANNED if f in chosen]
 
 
-def missing(profile, only=None, skip=(), fresh=False):
+def missing(profile, only=None, skip=(), fresh=False, root=None):
     """The units of work ready to run (work.ready: stored nowhere, their needs stored), in plan order,
     but not those listed in `skip` (a set of ids); a record that `fresh` retrains (results.fresh_since)
-    counts as not stored. Asked again after a wave: stored grids add their chosen runs, a stored step
-    the next step of its chain."""
+    counts as not stored, in the store under `root` (running.store_of). Asked again after a wave: stored
+    grids add their chosen runs, a stored step the next step of its chain."""
     p = profiles_module.resolve(profile)
-    store = running.store_of(p, fresh)
+    store = running.store_of(p, fresh, root)
     units = [u for family in families(only) for u in work.ready(planning.work(p, family, store), store)]
     return list({u.id: u for u in units if u.id not in skip}.values())  # a unit planned twice runs once
 
@@ -242,22 +242,24 @@ class Failures:
 
 
 def sweep(profile, only=None, executor="local", address=None, max_parallel=None, retries=2,
-          worker=running.execute, progress=True, file=None, workers_per_gpu=1, fresh=False):
-    """Train every planned run of `profile` (families of `only`) that the store lacks; return the
-    exit status: 0 all stored, 1 some failed (named on `file`), 130 interrupted (rerun to resume).
-    workers_per_gpu: the local executor's workers on each GPU (LocalExecutor). fresh: False trains what
-    is missing; True also retrains every run stored before the sweep began; an ISO 8601 time, those
-    stored before it (results.fresh_since; how an interrupted fresh sweep resumes)."""
+          worker=running.execute, progress=True, file=None, workers_per_gpu=1, fresh=False, root=None,
+          glue_dir=None):
+    """Train every planned run of `profile` (families of `only`) that the store under `root` lacks
+    (running.store_of); return the exit status: 0 all stored, 1 some failed (named on `file`), 130
+    interrupted (rerun to resume). workers_per_gpu: the local executor's workers on each GPU
+    (LocalExecutor). fresh: False trains what is missing; True also retrains every run stored before the
+    sweep began; an ISO 8601 time, those stored before it (results.fresh_since; how an interrupted fresh
+    sweep resumes). glue_dir: the folder of GLUE's TSV files the workers read (None: the hub)."""
     file = file or sys.stdout
     p = profiles_module.resolve(profile)
     since = fresh_since(fresh)  # one time for the whole sweep: a run it retrained is not retrained again
-    store = running.store_of(p, since)
+    store = running.store_of(p, since, root)
     failures = Failures(store.root)
     attempted, failed = set(), []
     resume = "rerun the same command" if since is None else f"rerun with --since {since.isoformat()}"
     if since is not None:
         print(f"sweep {p.name}: retraining every run stored before {since.isoformat()}", file=file)
-    todo = missing(p, only, fresh=since)
+    todo = missing(p, only, fresh=since, root=root)
     if not todo:
         print(f"sweep {p.name}: every planned run is in {store.root}", file=file)
         return 0
@@ -279,7 +281,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
                 while queue and pool.free() > 0:
                     run = queue.pop(0)
                     attempted.add(run.id)
-                    pool.submit(running.pack(run, store, id=run.id, workers=pool.slots))
+                    pool.submit(running.pack(run, store, id=run.id, workers=pool.slots, glue_dir=glue_dir))
                 spec, result, error = pool.next_done()
                 run = by_id[spec["id"]]
                 if error is None:
@@ -289,7 +291,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
                 failures.set(run, error)
                 bar.update()
                 bar.set_postfix(running=len(pool.running), failed=len(failed), left=len(queue), refresh=False)
-            todo = missing(p, only, skip=attempted, fresh=since)  # the choices on the stored grids add runs
+            todo = missing(p, only, skip=attempted, fresh=since, root=root)  # the stored grids' choices add runs
             bar.total += len(todo)
             bar.refresh()
     except KeyboardInterrupt:

@@ -45,11 +45,11 @@ def claims_table(rows):
     return out
 
 
-def readings(profile="default"):
+def readings(profile="default", root=None):
     """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): from the profile's
-    stored runs (03) and committed CSVs (04-08: findings.READERS)."""
+    stored runs (03) and committed CSVs (04-08: findings.READERS) under `root` (profiles.project_root)."""
     out, rows = [], []
-    taught = provenance.stored_runs(profile, "teaching")
+    taught = provenance.stored_runs(profile, "teaching", root)
     if taught:
         results, majority, metric = teaching_table(taught)
         task = taught[0]["task"]
@@ -58,12 +58,12 @@ def readings(profile="default"):
         out += [f"**Training adapters, {task}** (notebook 03: the lesson's runs, no claim rests on them)", *lines,
                 f"  *(from scratch: {len(taught)} run(s), {seconds / 60:.0f} min, {what})*", ""]
     for family in READERS:  # every family with a reading, in the notebooks' order
-        df = load(profile, family)
+        df = load(profile, family, root)
         if df is None or df.empty:
             continue
         lines, found = READERS[family](df)
-        lines += budget_control(load(profile, f"{family}_budget_control"))
-        seconds, runs, what = provenance.from_scratch(profile, family)
+        lines += budget_control(load(profile, f"{family}_budget_control", root))
+        seconds, runs, what = provenance.from_scratch(profile, family, root)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
         rows += [(families.FAMILY_NOTEBOOK[family][:2], title, v) for title, v in found]

@@ -359,12 +359,13 @@ def learning_curves(records):
     return Figure("learning_curves", views)
 
 
-def teaching_records(profile):
-    """{method: record} of notebook 03's runs on its first task as the profile plans them, from the store."""
+def teaching_records(profile, root=None):
+    """{method: record} of notebook 03's runs on its first task as the profile plans them, from the store
+    under `root`."""
     from .provenance import stored_runs
 
     first = profiles.resolve(profile).tasks[0]
-    return {r["method"]: r for r in stored_runs(profile, "teaching") if r["task"] == first}
+    return {r["method"]: r for r in stored_runs(profile, "teaching", root) if r["task"] == first}
 
 
 # --------------------------------------------------------------------------- a stream of tasks
@@ -473,8 +474,8 @@ def define(family, table, **options):
     return FIGURES[family].define(table, **options)
 
 
-def save(family, table, profile, **options):
-    """Write a family's PNG (one per task) and HTML files under figures/<profile>/; return their paths."""
+def save(family, table, profile, root=None, **options):
+    """Write a family's PNG (one per task) and HTML files under <root>/figures/<profile>/; return their paths."""
     from . import plots
 
     figure, entry, paths = define(family, table, **options), FIGURES[family], []
@@ -484,19 +485,22 @@ def save(family, table, profile, **options):
     for stem, modes in entry.png.items():
         for t in tasks:
             name = stem + ("" if len(tasks) == 1 else "_" + t.replace("/", "-"))
-            paths.append(plots.save_figure(plots.png(figure, pick(modes, t)), name, profile))
-    html = [plots.save_figure(plots.html(figure, pick(modes)), stem, profile) for stem, modes in entry.html.items()]
+            paths.append(plots.save_figure(plots.png(figure, pick(modes, t)), name, profile, root))
+    html = [plots.save_figure(plots.html(figure, pick(modes)), stem, profile, root)
+            for stem, modes in entry.html.items()]
     return paths + html
 
 
-def redraw(profile="default"):
-    """Redraw every registered figure of a profile from its stored tables (no notebook, no training)."""
-    folder, paths = profiles.results_dir(profiles.get(profile)), []
+def redraw(profile, root=None):
+    """Redraw every registered figure of a profile from its stored tables under `root` (no notebook, no
+    training)."""
+    p = profiles.resolve(profile)
+    folder, paths = profiles.results_dir(p, root), []
     for family, entry in FIGURES.items():
         if (folder / entry.source).exists():
-            table = teaching_records(profile) if family == "learning_curves" else pd.read_csv(folder / entry.source)
+            table = teaching_records(p, root) if family == "learning_curves" else pd.read_csv(folder / entry.source)
             if len(table):  # nothing stored under the current plan (e.g. 03's runs not retrained yet): keep the file
-                paths += save(family, table, profile)
+                paths += save(family, table, p, root)
     return paths
 
 

@@ -635,9 +635,9 @@ def claims(family, df):
     return READERS[family](df)[1]
 
 
-def load(profile, family):
-    """The family's CSV from data/results/<profile>/ (None when it is not there)."""
-    path = profiles.results_dir(profile) / f"{family}.csv"
+def load(profile, family, root=None):
+    """The family's CSV from <root>/data/results/<profile>/ (None when it is not there)."""
+    path = profiles.results_dir(profile, root) / f"{family}.csv"
     return pd.read_csv(path) if path.is_file() else None
 
 

@@ -2,7 +2,7 @@
 
     png(figure, views=None)    matplotlib: the named views side by side (default: the first)
     html(figure, views=None)   plotly: buttons switch between the named views (default: all)
-    save_figure(fig, name, profile)   figures/<profile>/<name>.png or .html, the same bytes every time
+    save_figure(fig, name, profile, root)   <root>/figures/<profile>/<name>.png or .html, the same bytes every time
 
 Both draw exactly a View's marks and compute nothing: points with a 95% band (joined) or error bars,
 a ✕ in the series' colour (and legend entry) on each run that did not converge, reference lines, a
@@ -30,11 +30,11 @@ SYMBOLS = {"o": "circle", "s": "square", "D": "diamond", "^": "triangle-up", "v"
            "d": "diamond-tall", "H": "hexagon2", "8": "octagon"}
 
 
-def save_figure(fig, name, profile=None):
-    """Write `fig` to figures/<profile>/<name>.png (matplotlib) or .html (plotly); return the path.
+def save_figure(fig, name, profile, root=None):
+    """Write `fig` to <root>/figures/<profile>/<name>.png (matplotlib) or .html (plotly); return the path.
     Same figure, same bytes, so a redraw leaves git clean: a fixed DPI, no version or date stamped into
     the PNG, a div id fixed by the name instead of plotly's random one."""
-    folder = profiles.figures_dir(profile if isinstance(profile, profiles.Profile) else profiles.get(profile))
+    folder = profiles.figures_dir(profiles.resolve(profile), root)
     if hasattr(fig, "write_html"):
         fig.write_html(path := folder / f"{name}.html", include_plotlyjs="directory", div_id=f"figure-{name}")
     else:

@@ -13,10 +13,11 @@ from collections import Counter
 from ..experiments import profiles
 
 
-def stored_runs(profile, family):
-    """The stored records of the family's current plan (03's "teaching": the notebook's default runs)."""
+def stored_runs(profile, family, root=None):
+    """The stored records of the family's current plan (03's "teaching": the notebook's default runs) in
+    the store under `root`."""
     from ..experiments import planning, running  # torch and the models: only when asked
-    store = running.store_of(profile)
+    store = running.store_of(profile, root=root)
     return [r for unit in planning.work(profile, family, store)
             if unit.family == family and (r := store.get(unit.key, family)) is not None]
 
@@ -41,19 +42,19 @@ def machines(records):
     return ", ".join(f"{name} {n} run(s)" for name, n in counts.most_common()) or "no run stored"
 
 
-def from_scratch(profile, family):
+def from_scratch(profile, family, root=None):
     """What the family's planned runs cost to make, from their stored records: (seconds, runs, what)."""
-    records = stored_runs(profile, family)
+    records = stored_runs(profile, family, root)
     seconds, what = cost(records)
     return seconds, len(records), what
 
 
-def timing(profile, family):
+def timing(profile, family, root=None):
     """One sentence for the top of a notebook: what its runs cost from scratch, from the store."""
-    records = stored_runs(profile, family)
+    records = stored_runs(profile, family, root)
     if not records:
         return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
     seconds, what = cost(records)
     return (f"From scratch this notebook trains {len(records)} run(s): {seconds / 60:.1f} min on the machines that "
             f"made the stored results ({machines(records)}; {what}, summed over "
-            f"data/results/{profiles.get(profile).name}/{family}.jsonl); from the store it only redraws.")
+            f"data/results/{profiles.resolve(profile).name}/{family}.jsonl); from the store it only redraws.")

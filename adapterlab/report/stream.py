@@ -115,7 +115,7 @@ def table(result):
     return pd.DataFrame(rows)
 
 
-def write_tables(result, profile=None):
-    """stream.csv (table) in data/results/<profile>/, where findings.load and figures.redraw read it."""
-    folder = profiles_module.results_dir(profiles_module.resolve(profile))
+def write_tables(result, profile, root=None):
+    """stream.csv (table) in <root>/data/results/<profile>/, where findings.load and figures.redraw read it."""
+    folder = profiles_module.results_dir(profiles_module.resolve(profile), root)
     return write_csvs({FAMILY: table(result)}, folder)

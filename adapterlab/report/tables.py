@@ -7,13 +7,14 @@
     result.table, result.grid                              # one row per run; the learning-rate grid runs
     tables.write(result, "default")                        # data/results/default/param_performance*.csv
 
-get(family, profile) is the one way from a family's name to its FamilyResult: it reads the records of
-the family's plan (running.records, which names what the store lacks), reads what the build needs
-beside them (BUILDERS: layer removal's span scores, stored by their own units of work) and builds
-the table; it trains nothing, scores nothing and writes no file. The build_* functions make the
-tables from records alone (what `make figures` and the reproduction check use). write() is the one
-step that writes the CSVs (the columns of DESIGN.md "Result tables", extras after; the columns added
-since -- class_entropy, rule_version, split -- come last so the older columns keep their bytes).
+get(family, profile, root) is the one way from a family's name to its FamilyResult: it reads the
+records of the family's plan from the result store under `root` (running.plan_records, which names
+what the store lacks), reads what the build needs beside them (BUILDERS: layer removal's span scores,
+stored by their own units of work) and builds the table; it trains nothing, scores nothing and writes
+no file. The build_* functions make the tables from records alone (what `make figures` and the
+reproduction check use). write() is the one step that writes the CSVs (the columns of DESIGN.md
+"Result tables", extras after; the columns added since -- class_entropy, rule_version, split -- come
+last so the older columns keep their bytes).
 Every table's `split` column says which split its `value` measures (families.SPLITS).
 """
 import math
@@ -119,11 +120,12 @@ def epochs_run(record):
 
 # ----------------------------------------------------------------------------- layer removal
 
-def stored_spans(profile, records):
+def stored_spans(profile, records, root=None):
     """{task: span record} of the runs layer removal ablated (planning.best_runs of the family's records),
-    read from the store (planning.SPANS), where their units of work (planning.span_unit) put them."""
+    read from the store under `root` (planning.SPANS), where their units of work (planning.span_unit)
+    put them."""
     p = profiles_module.resolve(profile)
-    store = running.store_of(p)
+    store = running.store_of(p, root=root)
     return {task: store.get(planning.span_key(p, _cfg(best)), planning.SPANS)
             for task, best in planning.best_runs(records).items()}
 
@@ -365,7 +367,7 @@ def build_low_resource(profile, records):
 
 # ----------------------------------------------------------------------------- budget controls
 
-def budget_control(profile, family):
+def budget_control(profile, family, root=None):
     """The family's budget controls (planning.budget_controls) as they stand in the store: one row per
     control trained, with its 1x run, both scored on the validation split (budget rule 3: the test split
     decides nothing but the final verdicts). Columns: family, task, method, label, entry, arm (the entry's
@@ -375,7 +377,7 @@ def budget_control(profile, family):
     Empty when the family has no controls."""
 
     p = profiles_module.resolve(profile)
-    lookup = planning.store_lookup(running.store_of(p), p, family)
+    lookup = planning.store_lookup(running.store_of(p, root=root), p, family)
     chosen = planning.chosen_from(p, family, lookup)
     entries = [str(e) for e in p.settings(family).budget_control]
     rows = []
@@ -399,32 +401,33 @@ def budget_control(profile, family):
 # ----------------------------------------------------------------------------- by name, and writing
 
 # family -> (its build_* function, what the build reads beside the family's records: each takes (profile,
-# records) and returns one more argument of the build, after profile and records)
+# records, root) and returns one more argument of the build, after profile and records)
 BUILDERS = {"layer_removal": (build_layer_removal, [stored_spans]),
             "init_scale": (build_init_scale, []),
             "param_performance": (build_param_performance, []),
             "low_resource": (build_low_resource, [])}
 
 
-def get(family, profile=None):
-    """One family's FamilyResult by name, from the store: the records of its plan (running.records: a
-    ValueError names what the store lacks and how to make it), what its build reads beside them
-    (BUILDERS: layer removal's span scores), the table built and its budget controls added
-    (budget_control). Nothing trains here: running.run_plan (or the sweep) makes the records first."""
+def get(family, profile, root=None):
+    """One family's FamilyResult by name, from the store under `root`: the records of its plan
+    (running.plan_records: a ValueError names what the store lacks and how to make it), what its build
+    reads beside them (BUILDERS: layer removal's span scores), the table built and its budget controls
+    added (budget_control). Nothing trains here: running.run_plan (or the sweep) makes the records first."""
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     p = profiles_module.resolve(profile)
-    records = running.records(p, family)
+    records = running.plan_records(p, family, running.store_of(p, root=root))
     build, reads = BUILDERS[family]
-    return replace(build(p, records, *[read(p, records) for read in reads]), budget=budget_control(p, family))
+    return replace(build(p, records, *[read(p, records, root) for read in reads]),
+                   budget=budget_control(p, family, root))
 
 
-def write(result, profile=None):
-    """Write a FamilyResult's CSVs into data/results/<profile>/: <family>.csv, <family>_lr_grid.csv when
-    it has a grid, <family>_budget_control.csv when it has budget controls, and param_performance_table.csv
-    (the efficiency table) for param_performance.
+def write(result, profile, root=None):
+    """Write a FamilyResult's CSVs into <root>/data/results/<profile>/: <family>.csv, <family>_lr_grid.csv
+    when it has a grid, <family>_budget_control.csv when it has budget controls, and
+    param_performance_table.csv (the efficiency table) for param_performance.
     Returns the paths written."""
-    folder = profiles_module.results_dir(profiles_module.resolve(profile))
+    folder = profiles_module.results_dir(profiles_module.resolve(profile), root)
     tables = {result.family: result.table}
     if result.family in ("param_performance", "low_resource"):
         tables[f"{result.family}_lr_grid"] = result.grid

@@ -10,10 +10,9 @@ Why not always ipywidgets: without a frontend nothing renders them, and a cell t
 comms is where papermill once stalled for over 15 minutes (notebook 05's explorer; the known nbclient
 hang, jupyter/nbclient#312: the execute_reply sits unseen on the shell socket). Headless, no widget is
 created at all. live_frontend() tells the two apart: JupyterLab and Notebook 7 send the cell's id with
-each execute request, papermill and nbclient do not. ADAPTERLAB_WIDGETS=1 (or 0) forces the choice.
+each execute request, papermill and nbclient do not. explorer(live=True or False) forces the choice.
 """
 import html
-import os
 import time
 
 import ipywidgets as w
@@ -32,9 +31,6 @@ FILTERS = {"layer_removal": {"task": "task"}, "init_scale": {"task": "tasks", "s
 
 def live_frontend():
     """True when a notebook frontend shows this kernel's output (see the module docstring)."""
-    forced = os.environ.get("ADAPTERLAB_WIDGETS")
-    if forced in ("0", "1"):
-        return forced == "1"
     try:
         parent = get_ipython().kernel.get_parent()  # noqa: F821  (defined inside IPython only)
     except (NameError, AttributeError):

@@ -20,8 +20,8 @@ Tasks (see TASKS):
                 then topic patterns; tweets matching none or two are dropped), then
                 the airline task's split. tweet_domains() shows the rule's verdicts.
     glue/<t>    cola, sst2, mrpc, qqp, stsb, mnli, mnli-mm, qnli, rte: from a
-                folder of the official GLUE TSV files (`glue_dir=` or the
-                ADAPTERLAB_GLUE_DIR environment variable) or else the hub.
+                folder of the official GLUE TSV files (`glue_dir=`; the command
+                line's --glue-dir, default $ADAPTERLAB_GLUE_DIR) or else the hub.
                 GLUE hides its test labels, so test = the official dev set and
                 validation = a seeded 10% of the official train set (stratified
                 by class; at most 2,000 examples), train = the rest.
@@ -39,7 +39,6 @@ import functools
 import hashlib
 import importlib.util
 import math
-import os
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -371,8 +370,8 @@ def _read_glue_tsv(path: Path, spec: GlueSpec, headerless: bool):
     """
     if not path.is_file():
         layout = f"{spec.folder}/train.tsv, {spec.folder}/{spec.dev_file}, ..."
-        raise ValueError(f"GLUE file not found: {path}. Point glue_dir / ADAPTERLAB_GLUE_DIR at the folder "
-                         f"that holds the official GLUE layout ({layout})")
+        raise ValueError(f"GLUE file not found: {path}. Point glue_dir (the command line's --glue-dir or "
+                         f"ADAPTERLAB_GLUE_DIR) at the folder that holds the official GLUE layout ({layout})")
     rows, dropped = [], 0
     with open(path, encoding="utf-8-sig", newline="") as file:  # -sig: MRPC starts with a BOM
         reader = csv.DictReader(file, fieldnames=COLA_COLUMNS if headerless else None,
@@ -399,8 +398,8 @@ def _read_glue_dir(glue_dir: Path, spec: GlueSpec):
 def _read_glue_hub(name: str, spec: GlueSpec):
     from .backbones import hub_unavailable_reason  # one reachability check for models and data
 
-    fixes = ("set ADAPTERLAB_GLUE_DIR (or pass glue_dir=) to a folder with the official GLUE TSV files "
-             f"({spec.folder}/train.tsv, ...), or go online")
+    fixes = ("pass glue_dir= (the command line's --glue-dir, or set ADAPTERLAB_GLUE_DIR for it) a folder with the "
+             f"official GLUE TSV files ({spec.folder}/train.tsv, ...), or go online")
     reason = hub_unavailable_reason()
     if reason and "offline mode" not in reason:  # offline mode may still find it in the datasets cache
         raise GlueUnavailable(f"cannot load GLUE {name}: {reason}. Either {fixes} "
@@ -496,7 +495,7 @@ def subsample(dataset: datasets.Dataset, n: int, seed: int) -> datasets.Dataset:
 def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir: str | None = None,
               **data_options) -> Task:
     """Load a task by name (see TASKS). `train_size` keeps a seeded subset of
-    train; `glue_dir` (or ADAPTERLAB_GLUE_DIR) points at local GLUE TSV files.
+    train; `glue_dir` points at local GLUE TSV files (None: the hub).
 
     "name:metric" makes `metric` the primary one (reported, and used to keep the best state
     on validation): "glue/cola:accuracy" is CoLA as Houlsby's Figs. 4 and 6 plot it, where
@@ -517,7 +516,6 @@ def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir:
                 files.check_format(name)  # a data file with another extension: say which ones we read
             raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}; "
                              f"or give a data file ({', '.join(files.FORMATS)}) or hf:NAME")
-        glue_dir = glue_dir or os.environ.get("ADAPTERLAB_GLUE_DIR") or None
         task = _load_full(name, str(glue_dir) if glue_dir and name.startswith("glue/") else None)
     splits = dict(task.splits)  # a copy: the cached task stays whole
     note = task.note

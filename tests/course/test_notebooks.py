@@ -148,13 +148,13 @@ def tiny_notebooks(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
     write_notebook(folder / "01_boom.ipynb",
-                   "profile = 'default'\nfresh = False",
+                   "profile = 'default'\nfresh = False\nroot = None",
                    "def explode():\n    raise RuntimeError('deliberate failure in cell two')\nexplode()",
                    "print('never reached')")
     write_notebook(folder / "02_fine.ipynb",
-                   "profile = 'default'\nfresh = False",
+                   "profile = 'default'\nfresh = False\nroot = None",
                    "import os, pathlib\n"
-                   "folder = pathlib.Path(os.environ['ADAPTERLAB_OUT']) / 'data' / 'results' / profile\n"
+                   "folder = pathlib.Path(root) / 'data' / 'results' / profile\n"
                    "folder.mkdir(parents=True, exist_ok=True)\n"
                    "(folder / 'fine.csv').write_text(f'profile,fresh,cwd\\n{profile},{fresh},{os.getcwd()}\\n')")
     return folder
@@ -230,30 +230,38 @@ def test_a_malformed_since_is_refused_before_anything_runs(tiny_notebooks, tmp_p
     assert not (tmp_path / "build").exists()
 
 
-def test_the_kernels_get_the_since_time_as_their_fresh_parameter(tiny_notebooks, tmp_path):
+def test_the_kernels_get_the_since_time_as_their_fresh_parameter_and_the_root(tiny_notebooks, tmp_path):
     from adapterlab.course import regenerate as module
+    from adapterlab.experiments import profiles
 
     chosen = module.find_notebooks(tiny_notebooks)
+    smoke = profiles.get(SMOKE)
     for since, fresh in [("2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00"), (None, False)]:
-        jobs = module.notebook_jobs(chosen, SMOKE, since, {}, tmp_path, tiny_notebooks, timeout=60)
-        assert [job["parameters"] for job in jobs] == [dict(profile=SMOKE, fresh=fresh)] * len(chosen)
+        parameters = module.notebook_parameters(smoke, since, out=tmp_path / "out")
+        jobs = module.notebook_jobs(chosen, parameters, {}, tmp_path, tiny_notebooks, timeout=60)
+        expected = dict(profile=SMOKE, fresh=fresh, root=str((tmp_path / "out").resolve()))
+        assert [job["parameters"] for job in jobs] == [expected] * len(chosen)
+    # without --out the kernels get root None (the checkout), whatever their environment would say
+    assert module.notebook_parameters(smoke, None) == dict(profile=SMOKE, fresh=False, root=None)
 
 
 def test_training_first_sweeps_with_its_own_workers_and_the_since_time(tiny_notebooks, tmp_path, monkeypatch):
-    """The sweep that trains first gets the workers, the since time and the kernels' output folder; the
-    notebooks' jobs and their threads are the kernels' business only."""
+    """The sweep that trains first gets the workers, the since time and the kernels' root as arguments; our
+    own environment stays as it was (the notebooks' jobs and their threads are the kernels' business)."""
     from adapterlab.experiments import sweep
 
     seen = []
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: seen.append((kw, dict(os.environ))) or 130)
+    before = dict(os.environ)
+    monkeypatch.setattr(sweep, "sweep", lambda profile, **kw: seen.append((profile, kw, dict(os.environ))) or 130)
     write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False", "pass")
     status = regenerate(profile=SMOKE, only=["05", "fine"], out=tmp_path, notebooks_dir=tiny_notebooks,
                         since="2026-01-01T00:00:00+00:00", jobs=2, workers=3, progress=False)  # two notebooks: 2 jobs
     assert status == 130
-    [(kw, env)] = seen
-    assert kw == dict(only=["init_scale"], max_parallel=3, progress=False, fresh="2026-01-01T00:00:00+00:00")
-    assert env["ADAPTERLAB_OUT"] == str(tmp_path.resolve()) and "OMP_NUM_THREADS" not in env
+    [(profile, kw, env)] = seen
+    assert profile.name == SMOKE  # resolved once, in regenerate
+    assert kw == dict(only=["init_scale"], max_parallel=3, progress=False, fresh="2026-01-01T00:00:00+00:00",
+                      root=tmp_path.resolve(), glue_dir=None)
+    assert env == before
 
 
 def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebooks, tmp_path, monkeypatch, capsys):
@@ -269,7 +277,7 @@ def test_training_first_that_stops_keeps_the_notebooks_from_training(tiny_notebo
                         progress=False)
     assert status == 130
     [(profile, kw)] = calls
-    assert profile == SMOKE and kw["only"] == ["init_scale"] and kw["max_parallel"] == 2
+    assert profile.name == SMOKE and kw["only"] == ["init_scale"] and kw["max_parallel"] == 2
     assert not (tmp_path / "build" / "notebooks" / SMOKE / "05_init_scale.ipynb").exists()
     printed = capsys.readouterr()
     assert f"rerun with --since {kw['fresh']}" in printed.err  # the time it retrains from, to resume with

@@ -53,19 +53,18 @@ def smoke(tmp_path_factory):
     """All four families run once in smoke, into a temporary ADAPTERLAB_OUT."""
     out = tmp_path_factory.mktemp("out")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ADAPTERLAB_OUT", str(out))
         counter = Counter(mp)
         for family in FAMILIES:
-            running.run_plan("smoke", family, progress=False)
-        results = {family: tables.get(family, "smoke") for family in FAMILIES}
+            running.run_plan("smoke", family, progress=False, root=out)
+        results = {family: tables.get(family, "smoke", root=out) for family in FAMILIES}
         for result in results.values():
-            tables.write(result, "smoke")
+            tables.write(result, "smoke", out)
         frames = {family: r.table for family, r in results.items()}
         yield dict(out=out, frames=frames, results=results, trainings=counter.calls, mp=mp, counter=counter)
 
 
 def test_every_family_returns_the_contract_columns_and_writes_its_csv(smoke):
-    store = running.store_of("smoke")
+    store = running.store_of("smoke", root=smoke["out"])
     planned = sum(len(planning.plan_from("smoke", f, planning.store_lookup(store, "smoke", f))) for f in FAMILIES)
     assert smoke["trainings"] == planned
     for family, frame in smoke["frames"].items():
@@ -128,23 +127,31 @@ def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
 
     monkeypatch.setattr(removal, "evaluate_spans", no_span_evaluation)
     for family in FAMILIES:
-        running.run_plan("smoke", family, progress=False)
-        pd.testing.assert_frame_equal(tables.get(family, "smoke").table, smoke["frames"][family])
+        running.run_plan("smoke", family, progress=False, root=smoke["out"])
+        pd.testing.assert_frame_equal(tables.get(family, "smoke", root=smoke["out"]).table, smoke["frames"][family])
     assert counter.calls == before  # nothing trained
-    running.run_plan("smoke", "init_scale", fresh=True, progress=False)
+    running.run_plan("smoke", "init_scale", fresh=True, progress=False, root=smoke["out"])
     assert counter.calls == before + len(planning.plan("smoke", "init_scale"))
 
 
 def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smoke):
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
     store.path(planning.SPANS).unlink()
-    with pytest.raises(ValueError, match=r"lacks 1 unit\(s\) of the layer_removal plan \(e\.g\. layer_removal_spans "
-                                         r"\w+: spans of .*\); run running\.run_plan\('smoke', 'layer_removal'\)"):
-        tables.get("layer_removal", "smoke")  # a table reads; it scores nothing
+    with pytest.raises(ValueError, match=r"lacks 1 planned unit\(s\) of layer_removal \(e\.g\. layer_removal_spans "
+                                         r"\w+: spans of .*\); make them first: running\.run_plan\('smoke', 'layer_removal'\)"):
+        tables.get("layer_removal", "smoke", root=smoke["out"])  # a table reads; it scores nothing
     before = smoke["counter"].calls
-    running.run_plan("smoke", "layer_removal", progress=False)
+    running.run_plan("smoke", "layer_removal", progress=False, root=smoke["out"])
     assert smoke["counter"].calls == before
-    pd.testing.assert_frame_equal(tables.get("layer_removal", "smoke").table, smoke["frames"]["layer_removal"])
+    pd.testing.assert_frame_equal(tables.get("layer_removal", "smoke", root=smoke["out"]).table, smoke["frames"]["layer_removal"])
+
+
+def test_a_table_of_a_plan_the_store_lacks_names_the_runner_that_trains_it(tmp_path):
+    # smoke's 3 stds x 2 seeds, and its budget control (std 1e-3 at twice the steps) at both seeds
+    with pytest.raises(ValueError, match=r"lacks 8 planned unit\(s\) of init_scale .*"
+                                         r"running\.run_plan\('smoke', 'init_scale'\)"):
+        tables.get("init_scale", "smoke", root=tmp_path)
+    assert not (tmp_path / "data" / "results" / "smoke" / "init_scale.jsonl").exists()  # nothing was trained
 
 
 def _fake_training(monkeypatch, tmp_path):
@@ -154,7 +161,6 @@ def _fake_training(monkeypatch, tmp_path):
     from adapterlab.experiments.results import config_key
     from adapterlab.methods.saving import ADAPTER_CONFIG
 
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     trained = []
 
     def run_one(config, eval_size=None, save_to=None, **kw):
@@ -195,39 +201,39 @@ def _age(folder, created="2020-01-01T00:00:00+00:00"):
 def test_fresh_retrains_every_stored_run_exactly_once_in_one_run_plan_call(tmp_path, monkeypatch):
     trained = _fake_training(monkeypatch, tmp_path)
     family = "param_performance"  # learning-rate grids: stage 2 adds the runs at the chosen rates
-    first = running.run_plan("smoke", family, progress=False)
+    first = running.run_plan("smoke", family, progress=False, root=tmp_path)
     n = len(trained)
     assert n == len(set(trained)) > len(planning.plan("smoke", family))  # both stages trained, each run once
-    _age(profiles.results_dir("smoke"))
-    assert running.run_plan("smoke", family, progress=False) == first and len(trained) == n  # read back
-    running.run_plan("smoke", family, fresh=True, progress=False)
+    _age(profiles.results_dir("smoke", root=tmp_path))
+    assert running.run_plan("smoke", family, progress=False, root=tmp_path) == first and len(trained) == n  # read back
+    running.run_plan("smoke", family, fresh=True, progress=False, root=tmp_path)
     assert sorted(trained[n:]) == sorted(trained[:n])  # every stored run retrained, none twice
-    running.run_plan("smoke", family, fresh="2020-06-01T00:00:00+00:00", progress=False)
+    running.run_plan("smoke", family, fresh="2020-06-01T00:00:00+00:00", progress=False, root=tmp_path)
     assert len(trained) == 2 * n  # resuming from an earlier time: everything is newer, nothing trains
 
 
 def test_layer_removal_scores_the_best_run_of_each_task_once_and_again_when_fresh(tmp_path, monkeypatch):
     trained, scored = _fake_training(monkeypatch, tmp_path), _fake_scoring(monkeypatch)
     p = replace(SMOKE, layer_removal=replace(SMOKE.layer_removal, lrs=(1e-3, 3e-3)))  # two runs per task
-    records = running.run_plan(p, "layer_removal", progress=False)
-    store = running.store_of(p)
+    records = running.run_plan(p, "layer_removal", progress=False, root=tmp_path)
+    store = running.store_of(p, root=tmp_path)
     best = planning.best_runs(records)
     assert {task: r["config"]["train"]["lr"] for task, r in best.items()} == {t: 3e-3 for t in p.tasks}
     assert [c.to_dict() for c in scored] == [r["config"] for r in best.values()]  # the best run of each task
     assert {e["key"] for e in store.records(planning.SPANS)} == {  # keyed by the run's key, split and cap
         config_key(planning.span_key(p, c)) for c in planning.scored_runs(p, store).values()}
     n = len(trained)
-    running.run_plan(p, "layer_removal", progress=False)
+    running.run_plan(p, "layer_removal", progress=False, root=tmp_path)
     assert len(scored) == len(best) and len(trained) == n  # stored: read back
-    _age(profiles.results_dir(p))
-    running.run_plan(p, "layer_removal", fresh=True, progress=False)
+    _age(profiles.results_dir(p, root=tmp_path))
+    running.run_plan(p, "layer_removal", fresh=True, progress=False, root=tmp_path)
     assert len(scored) == 2 * len(best) and len(trained) == 2 * n
 
 
 def test_spans_wait_for_every_run_of_their_task(tmp_path, monkeypatch):
     _fake_training(monkeypatch, tmp_path)
     p = replace(SMOKE, layer_removal=replace(SMOKE.layer_removal, lrs=(1e-3, 3e-3)))
-    store = running.store_of(p)
+    store = running.store_of(p, root=tmp_path)
     [first, second] = planning.plan(p, "layer_removal")
     running.run_unit(store, planning.training_unit(p, "layer_removal", first))
     assert planning.scored_runs(p, store) == {}  # one of the task's two runs stored: no best yet
@@ -243,12 +249,12 @@ def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_pat
     import shutil
 
     trained, scored = _fake_training(monkeypatch, tmp_path), _fake_scoring(monkeypatch)
-    records = running.run_plan("smoke", "layer_removal", progress=False)
-    store, n = running.store_of("smoke"), len(trained)
+    records = running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path)
+    store, n = running.store_of("smoke", root=tmp_path), len(trained)
     for task, config in planning.scored_runs("smoke", store).items():  # weights lost, spans not scored yet
-        shutil.rmtree(running.saved_files("smoke", "layer_removal", config))
+        shutil.rmtree(running.saved_files("smoke", "layer_removal", config, root=tmp_path))
     store.path(planning.SPANS).unlink()
-    assert running.run_plan("smoke", "layer_removal", progress=False) == records
+    assert running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path) == records
     best = planning.best_runs(records)
     assert len(trained) == n + len(best)  # each best run once more, through the same worker path as the plan
     assert set(trained[n:]) <= set(trained[:n]) and len(scored) == 2 * len(best)
@@ -267,18 +273,18 @@ def test_run_config_runs_one_more_run_keyed_as_the_plan_keys_it(tmp_path, monkey
     trained = _fake_training(monkeypatch, tmp_path)
     base = planning.plan("smoke", "init_scale")[0]
     extra = replace(base, method_args={**base.method_args, "init_std": 0.25})
-    record = running.run_config("smoke", "init_scale", extra, progress=False)
+    record = running.run_config("smoke", "init_scale", extra, progress=False, root=tmp_path)
     assert record["validation"] == extra.train.lr and len(trained) == 1
-    store = running.store_of("smoke")
+    store = running.store_of("smoke", root=tmp_path)
     assert store.get(planning.run_key(extra, "smoke", "init_scale"), "init_scale") == record  # the plan's key
-    assert running.run_config("smoke", "init_scale", extra, progress=False) == record and len(trained) == 1
-    assert not running.saved_files("smoke", "init_scale", extra).exists()  # init_scale keeps no adapter
+    assert running.run_config("smoke", "init_scale", extra, progress=False, root=tmp_path) == record and len(trained) == 1
+    assert not running.saved_files("smoke", "init_scale", extra, root=tmp_path).exists()  # init_scale keeps no adapter
     # asked to keep its adapter, a run stored without one trains again; then its adapter is where it is read
-    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False)
-    assert len(trained) == 2 and (running.saved_files("smoke", "init_scale", extra) / ADAPTER_CONFIG).exists()
-    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False)
-    shutil.rmtree(running.saved_files("smoke", "init_scale", extra))
-    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False)
+    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False, root=tmp_path)
+    assert len(trained) == 2 and (running.saved_files("smoke", "init_scale", extra, root=tmp_path) / ADAPTER_CONFIG).exists()
+    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False, root=tmp_path)
+    shutil.rmtree(running.saved_files("smoke", "init_scale", extra, root=tmp_path))
+    running.run_config("smoke", "init_scale", extra, keep_adapter=True, progress=False, root=tmp_path)
     assert len(trained) == 3  # its weights lost: trained again
 
 
@@ -352,9 +358,8 @@ def test_learning_rate_from_the_entry_then_the_family_then_the_profile():
 
 
 def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     out = io.StringIO()
-    counts = costs.dry_run("paper", file=out)
+    counts = costs.dry_run("paper", file=out, root=tmp_path)
     assert counts == {**{f: len(planning.plan("paper", f)) for f in TRAINED},
                       "total": sum(len(planning.plan("paper", f)) for f in TRAINED)}
     assert counts["teaching"] == 6  # notebook 03: five methods, and the swap method on a second task
@@ -369,7 +374,7 @@ def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
     assert len(by_backbone["t5-base"]) == 8  # Compacter Table 1 on T5 over GLUE
     assert counts["init_scale"] == 2 * 8 * 3
     for name in profiles.PROFILE_NAMES:
-        quiet = costs.dry_run(name, verbose=False, file=io.StringIO())
+        quiet = costs.dry_run(name, verbose=False, file=io.StringIO(), root=tmp_path)
         assert all(quiet[f] > 0 for f in FAMILIES)
     p = profiles.get("paper")
     assert len(p.init_scale.stds) >= 8 and min(p.init_scale.stds) == 1e-7 and max(p.init_scale.stds) == 1
@@ -407,7 +412,6 @@ def _record(config, validation):
 def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validation(tmp_path, monkeypatch):
     """Stage 1 (the grid at the first seed) is planned at once; the other seeds only with a choice, which
     is an input of plan(): planning never reads the store."""
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     p = replace(SMOKE, param_performance=dict(methods=[("houlsby", {}), ("full", {})], seeds=(0, 1, 2),
                                               lr_grid={"houlsby": (1e-3, 3e-3, 1e-2)}))
     stage1 = planning.plan(p, "param_performance")
@@ -432,7 +436,6 @@ def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validatio
 
 def test_low_resource_chooses_each_rate_at_one_size_then_runs_every_size_and_seed(tmp_path, monkeypatch):
     """The grid runs at lr_choice_size with the first seed; the rest waits for the choice, then uses it."""
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     s = replace(SMOKE.low_resource, sizes=(50, 100, 200), seeds=(0, 1), lr_grid={"compacter++": (3e-3, 1e-2)},
                 lr_choice_size=100)
     p = replace(SMOKE, low_resource=s)

@@ -27,10 +27,9 @@ SMALL_SMOKE = replace(profiles.PROFILES["smoke"], stream=SMALL)  # the smoke pro
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
-    """A smoke result store of its own (ADAPTERLAB_OUT), with the small stream's settings."""
+    """A smoke result store of its own (under the root `folder`), with the small stream's settings."""
     with pytest.MonkeyPatch.context() as mp:
         folder = tmp_path_factory.mktemp("stream")
-        mp.setenv("ADAPTERLAB_OUT", str(folder))
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         executed = []
         original = running.execute
@@ -40,8 +39,8 @@ def out(tmp_path_factory):
         for step in work.ready(stream.steps("smoke", store), store)[:3]:
             running.store_result(store, step, original(running.pack(step, store)))
         first = len(stream.steps("smoke"))
-        running.run_plan("smoke", "stream", progress=False)  # resumes
-        result = stream.load("smoke")
+        running.run_plan("smoke", "stream", progress=False, root=folder)  # resumes
+        result = stream.load("smoke", root=folder)
         yield dict(folder=folder, result=result, executed=executed, store=store, total=first)
 
 
@@ -50,9 +49,8 @@ def test_an_interrupted_stream_resumes_without_redoing_steps(out):
     assert work.ready(stream.steps("smoke", out["store"]), out["store"]) == []
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
-        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
-        running.run_plan("smoke", "stream", progress=False)  # everything stored: nothing runs
-        again = stream.load("smoke")
+        running.run_plan("smoke", "stream", progress=False, root=out["folder"])  # everything stored: nothing runs
+        again = stream.load("smoke", root=out["folder"])
     assert len(out["executed"]) == out["total"] - 3 and again.records == out["result"].records
 
 
@@ -155,11 +153,10 @@ def test_every_step_records_its_seconds_for_the_from_scratch_sum(out):
     from adapterlab.report import provenance
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
-        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
-        records = provenance.stored_runs("smoke", "stream")
+        records = provenance.stored_runs("smoke", "stream", out["folder"])
         assert {r["step"] for r in records} == {"sequential", "adapter", "recall", "serving"}
         assert all(r["run_seconds"] > 0 for r in records)
-        seconds, runs, what = provenance.from_scratch("smoke", "stream")
+        seconds, runs, what = provenance.from_scratch("smoke", "stream", out["folder"])
         assert runs == len(stream.steps("smoke")) and what == "whole runs"
         assert seconds == pytest.approx(sum(r["run_seconds"] / r.get("workers", 1) for r in records))
 
@@ -168,7 +165,6 @@ def test_the_sweep_worker_path_gives_the_same_record(out, tmp_path):
     step = stream.adapter_step(SMALL, "tweets/apple", 0)
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
-        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
         result = running.execute(running.pack(step, out["store"]))
         stored = out["result"].record(step)
         assert result["record"]["test"] == stored["test"]
@@ -198,11 +194,9 @@ def test_a_missing_head_names_the_fix():
 
 def test_an_adapter_on_another_base_is_refused(out):
     folder = work.folder(out["store"], stream.adapter_step(SMALL, "airline", 0))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
-        other, _ = load_backbone("tiny-t5")
-        with pytest.raises(ValueError, match="different base model.*Load it into the base model it was trained on"):
-            load_adapter(other, folder)
+    other, _ = load_backbone("tiny-t5")
+    with pytest.raises(ValueError, match="different base model.*Load it into the base model it was trained on"):
+        load_adapter(other, folder)
 
 
 def test_unknown_domains_and_bad_orders_are_refused():
@@ -219,10 +213,9 @@ def test_a_sequential_step_without_its_predecessor_names_it(tmp_path):
 
 
 def test_reading_an_empty_store_names_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
     with pytest.raises(ValueError, match=r"lacks \d+ step\(s\).*run_plan\('smoke', 'stream'\)"):
-        stream.load("smoke")
+        stream.load("smoke", root=tmp_path)
 
 
 def test_the_sequential_model_file_round_trips(tmp_path):

@@ -34,7 +34,7 @@ def cluster():
 
 @pytest.fixture
 def out(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
+    """The sweeps' root: each test's store is <tmp_path>/data/results/smoke/."""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # workers: one thread each, as Ray gives its tasks
     FAULTS["dir"] = str(tmp_path)
     return tmp_path
@@ -77,11 +77,11 @@ def raises_for_large_init(spec):
 # ----------------------------------------------------------------------------- tests
 
 def test_ray_executor_stores_what_the_local_executor_stores(out, cluster):
-    assert sw.sweep("smoke", only=ONLY, executor="local", progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, executor="local", progress=False) == 0
     local = {e["key"]: e for e in stored(out)}
     for path in (out / "data").rglob("*.jsonl"):
         path.rename(path.with_suffix(".local"))
-    assert sw.sweep("smoke", only=ONLY, executor="ray", progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, executor="ray", progress=False) == 0
     remote = {e["key"]: e for e in stored(out)}
     assert set(local) == set(remote) == planned_keys()
     for key in local:
@@ -89,12 +89,12 @@ def test_ray_executor_stores_what_the_local_executor_stores(out, cluster):
         assert metrics(local[key]) == metrics(remote[key]), key
         assert remote[key]["record"]["workers"] == 2  # the cluster's 2 CPUs: two runs at a time
     # stored means done: a second sweep trains nothing
-    assert sw.sweep("smoke", only=ONLY, executor="ray", progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, executor="ray", progress=False) == 0
     assert {e["key"]: e["created"] for e in stored(out)} == {k: e["created"] for k, e in remote.items()}
 
 
 def test_a_killed_worker_is_retried_and_stored_once(out, cluster):
-    assert sw.sweep("smoke", only=ONLY, executor="ray", worker=dies_once, progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, executor="ray", worker=dies_once, progress=False) == 0
     assert (out / "died").exists()  # the fault did happen
     keys = [e["key"] for e in stored(out)]
     assert sorted(keys) == sorted(planned_keys())  # exactly one record per run
@@ -102,7 +102,7 @@ def test_a_killed_worker_is_retried_and_stored_once(out, cluster):
 
 
 def test_a_run_that_always_raises_is_a_reported_failure(out, cluster, capsys):
-    status = sw.sweep("smoke", only=ONLY, executor="ray", worker=raises_for_large_init, progress=False)
+    status = sw.sweep("smoke", root=out, only=ONLY, executor="ray", worker=raises_for_large_init, progress=False)
     report = capsys.readouterr().out
     assert status == 1
     attempts = (out / "attempts").read_text().split()
@@ -115,13 +115,13 @@ def test_a_run_that_always_raises_is_a_reported_failure(out, cluster, capsys):
     assert report.count("init_std=1.0") == 2 and "2 failed" in report
     assert len(stored(out)) == len(planned_keys()) - 2  # the others were trained
     # a rerun retries the failure; once it succeeds the failures file forgets it
-    assert sw.sweep("smoke", only=ONLY, executor="ray", progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, executor="ray", progress=False) == 0
     assert len(stored(out)) == len(planned_keys())
     assert json.loads((out / "data" / "results" / "smoke" / sw.FAILURES).read_text()) == {}
 
 
 def test_an_interrupted_sweep_resumes_without_repeating_runs(out):
-    command = [sys.executable, "-m", "adapterlab", "sweep", "--profile", "smoke", "--only", ONLY]
+    command = [sys.executable, "-m", "adapterlab", "sweep", "--profile", "smoke", "--only", ONLY, "--out", str(out)]
     # SIG_DFL first: a shell that starts pytest in the background (`make test &`) ignores SIGINT for its
     # children, and Python would then never turn Ctrl-C into KeyboardInterrupt
     driver = subprocess.Popen(command, cwd=CHECKOUT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -148,7 +148,7 @@ def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
     from adapterlab.report import provenance
 
     monkeypatch.delenv("OMP_NUM_THREADS")
-    assert sw.sweep("smoke", only=ONLY, max_parallel=2, progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, max_parallel=2, progress=False) == 0
     entries = stored(out)
     assert {e["key"] for e in entries} == planned_keys()
     threads = max(1, sw.cpu_cores() // 2)
@@ -160,27 +160,30 @@ def test_cpu_workers_share_the_cores_and_say_so(out, monkeypatch):
 
 
 def test_a_fresh_sweep_retrains_older_records_once(out, capsys):
-    assert sw.sweep("smoke", only=ONLY, progress=False) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, progress=False) == 0
     before = {e["key"]: e["created"] for e in stored(out)}
     time.sleep(1.1)  # `created` has one-second resolution
-    assert sw.sweep("smoke", only=ONLY, progress=False, fresh=True) == 0
+    assert sw.sweep("smoke", root=out, only=ONLY, progress=False, fresh=True) == 0
     since = capsys.readouterr().out.split("retraining every run stored before ")[1].split()[0]
     after = {e["key"]: e["created"] for e in stored(out)}
     assert set(after) == set(before) and len(stored(out)) == len(before)  # replaced, one line per run
     assert all(before[k] < since <= after[k] for k in before)
-    assert sw.missing("smoke", ONLY, fresh=since) == []  # a rerun with the same time (a resume) trains nothing
-    assert sw.sweep("smoke", only=ONLY, progress=False, fresh=since) == 0
+    assert sw.missing("smoke", ONLY, fresh=since, root=out) == []  # a rerun with the same time (a resume) trains nothing
+    assert sw.sweep("smoke", root=out, only=ONLY, progress=False, fresh=since) == 0
     assert {e["key"]: e["created"] for e in stored(out)} == after
 
 
-def test_a_run_records_the_workers_its_spec_names(monkeypatch):
-    """The driver tells each worker how many runs train side by side (spec["workers"]), and the record keeps it."""
+def test_a_run_records_the_workers_its_spec_names(monkeypatch, tmp_path):
+    """The driver tells each worker how many runs train side by side (spec["workers"]), and the record keeps it;
+    the GLUE folder the driver was given reaches the worker the same way."""
     from adapterlab.experiments import running
 
-    monkeypatch.setattr(running, "run_one", lambda config, eval_size, progress, save_to=None, workers=1: {"seen": workers})
-    unit = planning.work("smoke", "init_scale", ResultStore(profiles.results_dir(profiles.get("smoke"))))[0]
-    result = running.execute(running.pack(unit, None, id=unit.id, workers=3))
+    monkeypatch.setattr(running, "run_one", lambda config, eval_size, progress, save_to=None, glue_dir=None,
+                        workers=1: {"seen": workers, "glue_dir": glue_dir})
+    unit = planning.work("smoke", "init_scale", running.store_of("smoke", root=tmp_path))[0]
+    result = running.execute(running.pack(unit, None, id=unit.id, workers=3, glue_dir="/data/glue"))
     assert result["files"] == {} and result["record"]["seen"] == result["record"]["workers"] == 3
+    assert result["record"]["glue_dir"] == "/data/glue"
 
 
 def test_the_command_line_takes_fresh_or_a_time_to_resume_from(capsys):
@@ -197,7 +200,7 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
     method's adapters come back from the workers as bytes and land in the store's checkpoint folders."""
     from adapterlab.methods import saving
 
-    assert sw.sweep("smoke", only="03", max_parallel=2, progress=False) == 0
+    assert sw.sweep("smoke", root=out, only="03", max_parallel=2, progress=False) == 0
     planned = planning.plan("smoke", "teaching")
     assert {e["key"] for e in stored(out, "teaching")} == {
         config_key(planning.run_key(c, "smoke", "teaching")) for c in planned}
@@ -206,7 +209,7 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
     for c in planned:
         folder = running.saved_files("smoke", "teaching", c)
         assert (folder / saving.ADAPTER_CONFIG).exists() == (c in swap), planning.describe(c)
-    assert sw.missing("smoke", "03") == []
+    assert sw.missing("smoke", "03", root=out) == []
 
 
 def test_a_sweep_of_04_trains_its_run_then_scores_its_spans_from_the_adapter_it_saved(out):

@@ -162,11 +162,10 @@ def test_a_method_keeps_its_colour_in_every_figure():
     assert figures.colors(["compacter++"]) == {"compacter++": figures.colors(["full", "compacter++"])["compacter++"]}
 
 
-def test_save_figure_writes_the_same_bytes_and_shares_one_plotly_js(tmp_path, monkeypatch):
+def test_save_figure_writes_the_same_bytes_and_shares_one_plotly_js(tmp_path):
     """Redrawing must not dirty git: no version stamp in the PNG, plotly's div id fixed by the name."""
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
     figure = figures.define("layer_removal", layer_removal_df())
-    first, second = ([plots.save_figure(draw(figure), "heatmap", "smoke").read_bytes()
+    first, second = ([plots.save_figure(draw(figure), "heatmap", "smoke", tmp_path).read_bytes()
                       for draw in (plots.png, plots.html)] for _ in range(2))
     assert first == second
     png, page = first
@@ -176,9 +175,9 @@ def test_save_figure_writes_the_same_bytes_and_shares_one_plotly_js(tmp_path, mo
     assert [p.name for p in (tmp_path / "figures" / "smoke").glob("*.js")] == ["plotly.min.js"]
 
 
-def test_save_writes_every_registered_file_of_a_family(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
-    paths = figures.save("param_performance", param_performance_df(), "smoke")
+def test_save_writes_every_registered_file_of_a_family(tmp_path):
+    paths = figures.save("param_performance", param_performance_df(), "smoke", tmp_path)
+    assert {p.parent for p in paths} == {tmp_path / "figures" / "smoke"}
     assert sorted(p.name for p in paths) == ["param_performance_params.html", "param_performance_params.png",
                                              "param_performance_tradeoff.html", "param_performance_tradeoff.png"]
 
@@ -207,14 +206,12 @@ def test_init_std_deviation_has_a_view_per_std_with_its_tokens_on_log_axes_and_w
 
 # --------------------------------------------------------------------------- explorers
 
-def test_without_a_live_frontend_the_explorer_is_the_kernel_free_html_figure(monkeypatch):
-    monkeypatch.delenv("ADAPTERLAB_WIDGETS", raising=False)
+def test_without_a_live_frontend_the_explorer_is_the_kernel_free_html_figure():
     assert not widgets.live_frontend()  # pytest runs no kernel: like papermill, nothing would render widgets
     page = widgets.explorer("low_resource", low_resource_df())
     assert isinstance(page, go.Figure)
     assert [b.label for b in page.layout.updatemenus[0].buttons] == ["score", "minus full fine-tuning"]
-    monkeypatch.setenv("ADAPTERLAB_WIDGETS", "1")
-    assert widgets.live_frontend()
+    assert not isinstance(widgets.explorer("low_resource", low_resource_df(), live=True), go.Figure)  # forced
 
 
 def test_layer_removal_explorer_outlines_the_span_and_prints_its_numbers():

@@ -117,11 +117,10 @@ def test_the_table_holds_what_the_stream_result_reads(result, table):
     assert set(table["switch_seconds"].dropna()) == {0.004, 0.2}
 
 
-def test_the_csv_round_trip_gives_the_same_reading_and_figure(result, table, tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
-    (path,) = stream_report.write_tables(result, "smoke")
-    assert path.name == "stream.csv"
-    back = findings.load("smoke", "stream")
+def test_the_csv_round_trip_gives_the_same_reading_and_figure(result, table, tmp_path):
+    (path,) = stream_report.write_tables(result, "smoke", tmp_path)
+    assert path == tmp_path / "data" / "results" / "smoke" / "stream.csv"
+    back = findings.load("smoke", "stream", tmp_path)
     lines, claims = findings.READERS["stream"](table)
     again, claims_again = findings.READERS["stream"](back)
     assert again == lines
@@ -202,13 +201,12 @@ def test_one_seed_says_its_interval_covers_test_sampling_only():
 
 
 def test_findings_reads_the_stream_like_every_family(table, tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
-    folder = profiles.results_dir(profiles.get("smoke"))
+    folder = profiles.results_dir(profiles.get("smoke"), tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     table.to_csv(folder / "stream.csv", index=False)
-    monkeypatch.setattr(provenance, "stored_runs", lambda profile, family: [])
-    monkeypatch.setattr(provenance, "from_scratch", lambda profile, family: (60.0, 25, "whole runs"))
-    out, rows = document.readings("smoke")
+    monkeypatch.setattr(provenance, "stored_runs", lambda profile, family, root: [])
+    monkeypatch.setattr(provenance, "from_scratch", lambda profile, family, root: (60.0, 25, "whole runs"))
+    out, rows = document.readings("smoke", tmp_path)
     assert out[0].startswith("**A stream of tasks**") and "  *(from scratch: 25 run(s), 1 min, whole runs)*" in out
     assert {stem for stem, _, _ in rows} == {"08"} and len(rows) == 2 * len(ORDERS) + 1
 
@@ -252,7 +250,7 @@ def test_the_storage_bill_counts_models(table):
     assert all(s.err is None for s in view.series) and "the same bytes for every seed, no error bars" in view.title
 
 
-def test_png_and_html_draw_every_view(table, tmp_path, monkeypatch):
+def test_png_and_html_draw_every_view(table, tmp_path):
     figure = figures.define("stream", table)
     matrices = [n for n, v in figure.views.items() if v.heatmap]
     fig = plots.png(figure, matrices)
@@ -266,8 +264,7 @@ def test_png_and_html_draw_every_view(table, tmp_path, monkeypatch):
     assert [b.label for b in page.layout.updatemenus[0].buttons] == list(figure.views)
     heat = next(t for t in page.data if t.meta == "heatmap")
     assert list(heat.x) == [1, 2, 3] and "after %{x} task(s)" in heat.hovertemplate and heat.zmin < heat.zmax
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
-    paths = figures.save("stream", table, "smoke")
+    paths = figures.save("stream", table, "smoke", tmp_path)
     assert sorted(p.name for p in paths) == sorted(f"stream_{stem}.{ext}" for stem in ("matrices", "forgetting",
                                                                                         "storage")
                                                    for ext in ("png", "html"))

@@ -236,7 +236,6 @@ def test_class_counts_without_reading_glue_files(monkeypatch):
     and they agree with the tasks the fixtures load."""
     glue = [name for name in tasks.TASKS if name.startswith("glue/")]
     loaded = {name: load_task(name, glue_dir=GLUE_FIXTURES).num_labels for name in glue}
-    monkeypatch.delenv("ADAPTERLAB_GLUE_DIR", raising=False)
     monkeypatch.setattr(tasks, "_load_glue", lambda *a: pytest.fail("num_labels read GLUE's files"))
     assert {name: tasks.num_labels(name) for name in glue} == loaded
     assert loaded["glue/mnli"] == 3 and loaded["glue/stsb"] == 1 and tasks.num_labels("glue/cola:accuracy") == 2
@@ -267,9 +266,17 @@ def test_glue_mismatched_shares_train_with_matched():
     assert matched.splits["test"][:] != mismatched.splits["test"][:]
 
 
-def test_glue_dir_from_environment(monkeypatch):
+def test_the_command_line_takes_the_glue_dir_from_the_environment(monkeypatch):
+    import argparse
+
+    from adapterlab.__main__ import add_glue_dir_argument
+
     monkeypatch.setenv("ADAPTERLAB_GLUE_DIR", str(GLUE_FIXTURES))
-    assert load_task("glue/rte").splits["test"][0]["label"] == 1
+    parser = argparse.ArgumentParser()
+    add_glue_dir_argument(parser)
+    glue_dir = parser.parse_args([]).glue_dir
+    assert glue_dir == str(GLUE_FIXTURES) and parser.parse_args(["--glue-dir", "elsewhere"]).glue_dir == "elsewhere"
+    assert load_task("glue/rte", glue_dir=glue_dir).splits["test"][0]["label"] == 1
 
 
 def test_glue_missing_file_names_the_layout(tmp_path):
@@ -278,7 +285,7 @@ def test_glue_missing_file_names_the_layout(tmp_path):
 
 
 def test_glue_without_files_offline_fails_fast_naming_both_fixes(monkeypatch):
-    monkeypatch.delenv("ADAPTERLAB_GLUE_DIR", raising=False)
+    monkeypatch.setenv("ADAPTERLAB_GLUE_DIR", str(GLUE_FIXTURES))  # the command line's default, not the library's
     start = time.perf_counter()
     with pytest.raises(ValueError, match="ADAPTERLAB_GLUE_DIR.*go online") as error:
         load_task("glue/cola")
