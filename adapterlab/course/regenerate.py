@@ -282,7 +282,7 @@ def collect_files(outcomes, profile, root, before, env):
             o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
     by_family = {families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem): o for o in outcomes if o["ok"]}
     with _writing_where_kernels_do(env):
-        for family in families.FAMILIES:
+        for family in tables.BUILDERS:
             if family in by_family:
                 by_family[family]["results"] += map(str, tables.write(tables.get(family, profile, progress=False),
                                                                       profile))

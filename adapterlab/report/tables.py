@@ -1,4 +1,5 @@
-"""The tables of the four figure families: stored runs in, tidy DataFrames out; write() saves them.
+"""The tables of the four figure families and of notebook 08's stream: stored records in, tidy DataFrames out;
+write() saves them.
 
     from adapterlab.report import tables
     result = tables.get("param_performance", "default")   # trains what the store lacks, then builds
@@ -27,8 +28,9 @@ from ..experiments import running
 from ..training import tasks as task_registry
 from ..training import train as T
 from ..methods.saving import ADAPTER_CONFIG, load_adapter
-from ..experiments.families import FAMILIES, SPLITS
+from ..experiments.families import SPLITS
 from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
+from . import stream as stream_report
 from ..methods.config import method
 from ..training.removal import layer_removal_scores, time_span_evaluation
 from ..experiments.results import config_key, fresh_since, write_csvs
@@ -429,6 +431,8 @@ def budget_control(profile, family):
     Empty when the family has no controls."""
 
     p = profiles_module.resolve(profile)
+    if not getattr(p.settings(family), "budget_control", ()):  # settings without control entries (the stream's)
+        return pd.DataFrame()
     lookup = planning.store_lookup(running.store_of(p), p, family)
     stage1 = [(c, lookup(c)) for c in planning.plan(p, family)]
     chosen = planning.choose_lrs([r for _, r in stage1 if r is not None])
@@ -451,6 +455,15 @@ def budget_control(profile, family):
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------------------- a stream of tasks
+
+def build_stream(profile, records):
+    """Notebook 08's stream.csv (report/stream.py table) from the records of the stream's steps, each found by
+    what it says it ran (stream_report.step_of); a ValueError names the fix when a step is not stored."""
+    steps = stream_report.StepRecords(profiles_module.resolve(profile).stream, records)
+    return FamilyResult("stream", stream_report.table(steps))
+
+
 # ----------------------------------------------------------------------------- by name, and writing
 
 # family -> (its build_* function, the steps between training and building: each takes (profile, records,
@@ -458,7 +471,8 @@ def budget_control(profile, family):
 BUILDERS = {"layer_removal": (build_layer_removal, [score_spans]),
             "init_scale": (build_init_scale, []),
             "param_performance": (build_param_performance, []),
-            "low_resource": (build_low_resource, [])}
+            "low_resource": (build_low_resource, []),
+            "stream": (build_stream, [])}
 
 
 def get(family, profile=None, fresh=False, progress=True):
@@ -467,7 +481,7 @@ def get(family, profile=None, fresh=False, progress=True):
     controls added (budget_control). fresh: False reads the store, True retrains every run (and rescores every
     span) stored before this call, an ISO 8601 time those stored before it (results.fresh_since)."""
     if family not in BUILDERS:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(BUILDERS)}")
     p = profiles_module.resolve(profile)
     fresh = fresh_since(fresh)  # one time for training and every step after it
     records = running.run_plan(p, family, fresh, progress)

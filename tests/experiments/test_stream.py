@@ -1,19 +1,22 @@
 """The online setting (adapterlab.experiments.stream) on the tiny random BERT: a small stream of three tweet domains in two
 orders, one seed, a few steps per task (~15 s). What it proves: exact recall (predictions, base and file hashes),
-the work shared between learners, resuming, the storage bill from the files, forgetting with its paired noise,
-the sweep's worker path, and a clear error for each bad input."""
+the work shared between learners, resuming, stream.csv built from the records like every family's table, the
+storage bill from the files, forgetting with its paired noise, the sweep's worker path, and a clear error
+for each bad input."""
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before any Hugging Face import: the hub is never needed here
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from adapterlab.experiments import profiles, running, stream, work
-from adapterlab.report import findings
+from adapterlab.experiments.families import PLANNED
+from adapterlab.report import findings, tables
 from adapterlab.report import stream as stream_report
 from adapterlab.training.backbones import load_backbone
 from adapterlab.methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter
@@ -40,9 +43,10 @@ def out(tmp_path_factory):
         for step in work.ready(stream.steps("smoke", store), store)[:3]:
             running.store_result(store, step, original(running.pack(step, store)))
         first = len(stream.steps("smoke"))
-        running.run_plan("smoke", "stream", progress=False)  # resumes
-        result = stream.load("smoke")
-        yield dict(folder=folder, result=result, executed=executed, store=store, total=first)
+        records = running.run_plan("smoke", "stream", progress=False)  # resumes
+        steps = stream_report.StepRecords(SMALL, records)
+        yield dict(folder=folder, records=records, steps=steps, table=stream_report.table(steps), executed=executed,
+                   store=store, total=first)
 
 
 def test_an_interrupted_stream_resumes_without_redoing_steps(out):
@@ -51,9 +55,31 @@ def test_an_interrupted_stream_resumes_without_redoing_steps(out):
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
-        running.run_plan("smoke", "stream", progress=False)  # everything stored: nothing runs
-        again = stream.load("smoke")
-    assert len(out["executed"]) == out["total"] - 3 and again.records == out["result"].records
+        again = running.run_plan("smoke", "stream", progress=False)  # everything stored: nothing runs
+    assert len(out["executed"]) == out["total"] - 3 and again == out["records"]
+
+
+def test_the_table_is_built_like_every_familys_and_regenerate_rebuilds_it(out):
+    """tables.get is the one way from the stream's store to stream.csv (tables.BUILDERS, as for every family);
+    regenerate rebuilds every registered family's table with no case of its own."""
+    from adapterlab.course import regenerate
+
+    assert tables.BUILDERS["stream"] == (tables.build_stream, [])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
+        mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
+        result = tables.get("stream", "smoke", progress=False)
+        assert result.family == "stream" and result.budget.empty and result.grid.empty
+        assert result.table.equals(out["table"])
+        (path,) = tables.write(result, "smoke")
+        assert path.name == "stream.csv" and findings.load("smoke", "stream").shape == out["table"].shape
+        written = path.read_bytes()
+        path.unlink()
+        outcomes = [dict(notebook="08_stream_of_tasks.ipynb", ok=True, results=[], figures=[])]
+        before = dict.fromkeys(PLANNED, 0)  # no store file yet: the stream's counts as written by the notebook
+        regenerate.collect_files(outcomes, "smoke", out["folder"], before, {})
+    assert str(path) in outcomes[0]["results"] and path.read_bytes() == written
+    assert {Path(f).name for f in outcomes[0]["figures"]} >= {"stream_matrices.png", "stream_storage.html"}
 
 
 def test_shared_work_runs_once(monkeypatch):
@@ -71,8 +97,8 @@ def test_shared_work_runs_once(monkeypatch):
 
 
 def test_exact_recall(out):
-    result = out["result"]
-    checks = stream_report.recall_checks(result)
+    steps = out["steps"]
+    checks = stream_report.recall_checks(steps)
     assert len(checks) == 2 and checks.drop(columns=["order", "seed"]).to_numpy().all()
     # independently of the records: a fresh base with each adapter file loaded predicts what training recorded,
     # and the file on disk is the one that was hashed right after saving it
@@ -80,7 +106,8 @@ def test_exact_recall(out):
     evaluate = stream.Evaluator(SMALL, tokenizer, SMALL.tasks, 0)
     for task in SMALL.tasks:
         step = stream.adapter_step(SMALL, task, 0)
-        record = result.record(step)
+        record = steps.adapter(task, 0)
+        assert record == out["store"].get(step.key, "stream")  # found by what it ran: the record under its key
         folder = work.folder(out["store"], step)
         assert stream.sha256_file(folder / ADAPTER_WEIGHTS) == record["adapter_sha256"][ADAPTER_WEIGHTS]
         load_adapter(model, folder)
@@ -90,15 +117,20 @@ def test_exact_recall(out):
 
 
 def test_adapters_rows_are_constant_and_sequential_rows_are_measured(out):
-    result = out["result"]
-    for order in SMALL.orders:
-        m = result.matrix("adapters", order).to_numpy()
-        for i in range(len(order)):
-            assert np.all(m[i, i:] == m[i, i])  # the same examples, bit-identical predictions: equal scores
+    table = out["table"]
+    for i, order in enumerate(SMALL.orders):
+        m = findings.stream_matrix(table, "adapters", i)
+        assert list(m.index) == list(order) and list(m.columns) == [1, 2, 3]  # tasks in arrival order x tasks seen
+        m = m.to_numpy()
+        for k in range(len(order)):
+            assert np.all(m[k, k:] == m[k, k])  # the same examples, bit-identical predictions: equal scores
         assert np.isnan(m[np.tril_indices(len(order), -1)]).all()
-        copies = result.matrix("copies", order).to_numpy()
-        assert all(np.all(copies[i, i:] == copies[i, i]) for i in range(len(order)))
-    drops = findings.stream_drops(stream_report.table(result))
+        copies = findings.stream_matrix(table, "copies", i).to_numpy()
+        assert all(np.all(copies[k, k:] == copies[k, k]) for k in range(len(order)))
+        sequential = findings.stream_matrix(table, "sequential", i).to_numpy()
+        newest = out["steps"].sequential(order, 0)["tests"]  # the sequential model after the last arrival
+        assert list(sequential[:, -1]) == [newest[t]["accuracy"] for t in order]
+    drops = findings.stream_drops(table)
     frame = drops[(drops["learner"] == "adapters") & (drops["order"] == 0)]
     assert len(frame) and (frame["drop"] == 0).all() and (frame["se"] == 0).all() and not frame["beyond_noise"].any()
 
@@ -109,13 +141,12 @@ def test_forgetting_is_the_diagonal_minus_the_last_column():
 
 
 def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
-    result = out["result"]
-    table = stream_report.table(result)
+    table = out["table"]
     drops = findings.stream_drops(table)
     frame = drops[(drops["learner"] == "sequential") & (drops["order"] == 0)]
-    m = result.matrix("sequential", SMALL.orders[0]).to_numpy()
+    m = findings.stream_matrix(table, "sequential", 0).to_numpy()
     assert np.allclose(frame["drop"], stream_report.forgetting_from_matrix(m)[:-1])  # one seed: the same numbers
-    n = result.record(stream.sequential_step(SMALL, ("airline",), 0))["tests"]["airline"]["examples"]
+    n = out["steps"].sequential(("airline",), 0)["tests"]["airline"]["examples"]
     # the SE of a paired difference of n bits is at most sqrt(1 / (n - 1)) (all examples disagreeing)
     assert ((frame["se"] >= 0) & (frame["se"] <= np.sqrt(1 / (n - 1)))).all()
     # beyond the noise: the normal 95% interval of the paired difference lies above zero
@@ -128,14 +159,14 @@ def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
 
 
 def test_storage_bill_is_measured_from_the_files(out):
-    result = out["result"]
-    bill = stream_report.storage_bill(result).set_index(["learner", "tasks"])["bytes"]
-    adapters = [result.record(stream.adapter_step(SMALL, t, 0)) for t in SMALL.orders[0]]
+    steps = out["steps"]
+    bill = stream_report.storage_bill(steps).set_index(["learner", "tasks"])["bytes"]
+    adapters = [steps.adapter(t, 0) for t in SMALL.orders[0]]
     for t, record in zip(SMALL.orders[0], adapters):
         folder = work.folder(out["store"], stream.adapter_step(SMALL, t, 0))
         assert record["adapter_bytes"] == sum((folder / f).stat().st_size for f in (ADAPTER_WEIGHTS, ADAPTER_CONFIG))
-    base = result._recall(SMALL.orders[0], 0)["base_bytes"]
-    copies = [result.record(stream.sequential_step(SMALL, (t,), 0))["model_bytes"] for t in SMALL.orders[0]]
+    base = steps.recall(SMALL.orders[0], 0)["base_bytes"]
+    copies = [steps.sequential((t,), 0)["model_bytes"] for t in SMALL.orders[0]]
     for n in (1, 2, 3):
         assert bill[("adapters", n)] == base + sum(a["adapter_bytes"] for a in adapters[:n])
         assert bill[("copies", n)] == sum(copies[:n])
@@ -144,7 +175,7 @@ def test_storage_bill_is_measured_from_the_files(out):
 
 
 def test_serving_times_both_switches(out):
-    serve = stream_report.serving(out["result"])
+    serve = out["steps"].serving()
     assert len(serve["swap_seconds"]) == 3 and len(serve["load_seconds"]) == 2
     assert serve["swap_median"] > 0 and serve["load_median"] > 0 and serve["machine"]
 
@@ -170,14 +201,14 @@ def test_the_sweep_worker_path_gives_the_same_record(out, tmp_path):
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         mp.setenv("ADAPTERLAB_OUT", str(out["folder"]))
         result = running.execute(running.pack(step, out["store"]))
-        stored = out["result"].record(step)
+        stored = out["steps"].adapter("tweets/apple", 0)
         assert result["record"]["test"] == stored["test"]
         assert result["record"]["adapter_sha256"] == stored["adapter_sha256"]
         assert set(result["files"]) == {ADAPTER_WEIGHTS, ADAPTER_CONFIG}
-        recall = stream.recall_step(SMALL, SMALL.orders[0], 0, {t: out["result"].record(
-            stream.adapter_step(SMALL, t, 0))["adapter_sha256"][ADAPTER_WEIGHTS] for t in SMALL.orders[0]})
+        recall = stream.recall_step(SMALL, SMALL.orders[0], 0, {t: out["steps"].adapter(t, 0)["adapter_sha256"][
+            ADAPTER_WEIGHTS] for t in SMALL.orders[0]})
         spec = running.pack(recall, out["store"])  # carries the adapters' bytes: no shared disk needed
-        assert running.execute(spec)["record"]["tests"] == out["result"].record(recall)["tests"]
+        assert running.execute(spec)["record"]["tests"] == out["steps"].recall(SMALL.orders[0], 0)["tests"]
 
 
 def test_prune_removes_finished_model_files_but_keeps_adapters(out):
@@ -218,11 +249,12 @@ def test_a_sequential_step_without_its_predecessor_names_it(tmp_path):
         stream.run_sequential(step.key, previous=tmp_path, out=tmp_path / "out")
 
 
-def test_reading_an_empty_store_names_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADAPTERLAB_OUT", str(tmp_path))
-    monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
-    with pytest.raises(ValueError, match=r"lacks \d+ step\(s\).*run_plan\('smoke', 'stream'\)"):
-        stream.load("smoke")
+def test_a_table_without_its_steps_names_the_missing_step_and_the_fix(out):
+    with pytest.raises(ValueError, match=r"lack its step \('recall', \('airline', 'tweets/deflategate', "
+                                         r"'tweets/apple'\), 0\); run the stream's plan first: tables.get\('stream'"):
+        tables.build_stream(SMALL_SMOKE, [r for r in out["records"] if r["step"] != "recall"])
+    with pytest.raises(ValueError, match="unknown learner 'forgetful'; choose one of sequential, adapters, copies"):
+        out["steps"].trained("forgetful", SMALL.orders[0], "airline", 0)
 
 
 def test_the_sequential_model_file_round_trips(tmp_path):
@@ -245,9 +277,8 @@ def test_the_sequential_model_file_round_trips(tmp_path):
 def test_the_adapters_accuracy_gap_is_paired_and_read_out(out):
     """The reading's adapters-minus-copies gap is the difference of the two learners' final columns (over every
     task's test examples), read from stream.csv, and the reading says how many of the runs behind it converged."""
-    result = out["result"]
-    table = stream_report.table(result)
-    final = {learner: result.matrix(learner, SMALL.orders[0]).iloc[:, -1] for learner in ("adapters", "copies")}
+    table = out["table"]
+    final = {learner: findings.stream_matrix(table, learner, 0).iloc[:, -1] for learner in ("adapters", "copies")}
     examples = table.drop_duplicates("task").set_index("task")["test_examples"]
     gap = ((final["adapters"] - final["copies"]) * examples).sum() / examples[list(SMALL.orders[0])].sum()
     line = next(l for l in findings.stream(table) if l.startswith("- adapters minus the fine-tuned copies"))
