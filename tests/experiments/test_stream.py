@@ -1,8 +1,9 @@
 """The online setting (adapterlab.experiments.stream) on the tiny random BERT: a small stream of three tweet domains in two
 orders, one seed, a few steps per task (~15 s). What it proves: exact recall (predictions, base and file hashes),
 the work shared between learners, resuming, stream.csv built from the records like every family's table, the
-storage bill from the files, forgetting with its paired noise, the sweep's worker path, and a clear error
-for each bad input."""
+storage bill from the files, forgetting with its paired noise, the dry run's count of the steps, the sweep's
+worker path, and a clear error for each bad input."""
+import io
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before any Hugging Face import: the hub is never needed here
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from adapterlab.experiments import profiles, running, stream, work
+from adapterlab.experiments import costs, planning, profiles, running, stream, work
 from adapterlab.experiments.families import PLANNED
 from adapterlab.report import findings, tables
 from adapterlab.report import stream as stream_report
@@ -80,6 +81,28 @@ def test_the_table_is_built_like_every_familys_and_regenerate_rebuilds_it(out):
         regenerate.collect_files(outcomes, "smoke", out["folder"], before, {})
     assert str(path) in outcomes[0]["results"] and path.read_bytes() == written
     assert {Path(f).name for f in outcomes[0]["figures"]} >= {"stream_matrices.png", "stream_storage.html"}
+
+
+def test_the_dry_run_counts_every_step_stored_and_missing(out, tmp_path, monkeypatch):
+    """costs.dry_run counts the stream's units (planning.work) as it counts every family's runs: all missing in an
+    empty store, all stored (with the seconds their records measured) once the stream has run."""
+    s = profiles.get("smoke").stream
+    longer = len(s.orders[0]) - 1  # each order adds this many sequential steps after the shared first one
+    expected = len(s.seeds) * (2 * len(s.tasks) + len(s.orders) * longer + len(s.orders)) + 1  # + one serving step
+    text = io.StringIO()
+    counts = costs.dry_run("smoke", families=("stream",), file=text, root=tmp_path)  # an empty store
+    assert counts == {"stream": expected, "total": expected}
+    assert f"stream: {expected} units, 0 stored in " in text.getvalue() and f"{expected} missing" in text.getvalue()
+    assert text.getvalue().count("  missing  ") == expected
+    everything = costs.dry_run("smoke", verbose=False, file=io.StringIO(), root=tmp_path)
+    assert everything["stream"] == expected and everything["total"] == sum(everything[f] for f in PLANNED)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
+    text = io.StringIO()
+    counts = costs.dry_run("smoke", families=("stream",), file=text, root=out["folder"])
+    hours = sum(r["run_seconds"] for r in out["records"]) / 3600
+    assert counts["stream"] == len(out["records"]) == len(planning.work("smoke", "stream", out["store"]))
+    assert f"{counts['stream']} stored in {out['store'].path('stream')} ({hours:,.2f} h of run_seconds), 0 missing" \
+        in text.getvalue()
 
 
 def test_shared_work_runs_once(monkeypatch):
