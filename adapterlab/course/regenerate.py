@@ -315,8 +315,8 @@ def _trained_families(chosen):
 
 
 def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
-    """Print what would run, ending with the training runs `profile` implies and how many the store under
-    `root` holds (costs.dry_run, as a table rather than run by run)."""
+    """Print what would run, ending with the units of work `profile` plans (every family's, notebook 08's steps
+    among them) and how many the store under `root` holds (costs.dry_run, as a table rather than run by run)."""
     from ..experiments import costs
 
     print(f"regenerate --profile {profile.name}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
@@ -328,7 +328,7 @@ def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
           else "training first: nothing (no chosen notebook trains)")
     print(f"results -> {root / 'data' / 'results' / profile.name}, figures -> {root / 'figures' / profile.name}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
-    print(f"planned training runs: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
+    print(f"planned units of work: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
     return 0
 
 
@@ -498,7 +498,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     workers        runs trained side by side before the notebooks run (a sweep; on CPU the cores are
                    shared out, which trains more examples per second than one run on all of them)
     out            write data/, figures/ and build/ under this directory (the kernels get it as `root`)
-    dry_run        list what would run and the planned training runs (costs.dry_run), running nothing
+    dry_run        list what would run and the planned units of work (costs.dry_run), running nothing
     jobs           notebooks run in parallel worker processes (capped by the cores and the notebooks)
     timeout        seconds allowed per cell (None or 0: no limit)
     notebooks_dir  where the NN_name.ipynb files are (default: the checkout's notebooks/)

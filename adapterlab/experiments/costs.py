@@ -1,11 +1,13 @@
-"""What a plan costs: the dry run (every planned run, how many are stored) and GPU-hours from FLOPs.
+"""What a plan costs: the dry run (every planned unit of work, how many are stored) and GPU-hours from FLOPs.
 
     from adapterlab.experiments import costs
     costs.dry_run("paper")          # what `python -m adapterlab regenerate --dry-run` prints
     costs.plan_table("paper")       # one row per (family, model, task, method) with its GPU-hours
 
-The plan is planning.plan as far as the store's records let the learning rates be chosen
-(planning.plan_from); the cost of a stored run is its measured train_seconds.
+The dry run counts every planned family's units as the runners see them (planning.work: training runs,
+notebook 08's steps), as far as the store's records let the plan be made; a stored unit's cost is the
+run_seconds its record measured. The GPU-hour table covers the training runs (their run configs give
+the FLOPs), a stored run costing its measured train_seconds.
 """
 import math
 
@@ -13,29 +15,42 @@ import pandas as pd
 
 from . import planning
 from . import profiles as profiles_module
-from .families import TRAINED
+from .families import PLANNED, TRAINED
 from ..methods.config import method
 from .results import ResultStore
 
 
-def dry_run(profile, families=TRAINED, verbose=True, file=None, root=None):
-    """Print the planned runs of each family and their counts; return {family: count} (+ "total").
-    The store counted is <root>/data/results/<profile>/ (profiles.results_dir)."""
+def dry_run(profile, families=PLANNED, verbose=True, file=None, root=None):
+    """Print each family's planned units of work (planning.work), how many the store holds and the seconds
+    their records measured, and how many are missing; return {family: units} (+ "total"). The store counted
+    is <root>/data/results/<profile>/ (profiles.results_dir)."""
     p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p, root))
     counts = {}
     for family in families:
-        configs = planning.plan_from(p, family, planning.store_lookup(store, p, family))
-        counts[family] = len(configs)
-        cached = sum(store.get(planning.run_key(c, p, family), family) is not None for c in configs)
-        print(f"{family}: {len(configs)} runs ({cached} already in {store.path(family)})", file=file)
+        units = planning.work(p, family, store)
+        records = [store.get(u.key, family) for u in units]
+        counts[family] = len(units)
+        stored = [r for r in records if r is not None]
+        timed = [r["run_seconds"] for r in stored if "run_seconds" in r]
+        untimed = f", {len(stored) - len(timed)} without it" if len(timed) < len(stored) else ""
+        print(f"{family}: {len(units)} units, {len(stored)} stored in {store.path(family)} ({sum(timed) / 3600:,.2f} h "
+              f"of run_seconds{untimed}), {len(units) - len(stored)} missing", file=file)
         if verbose:
-            for c in configs:
-                print("  " + planning.describe(c), file=file)
+            for unit, record in zip(units, records):
+                print(f"  {_state(record):>9}  {unit.label}", file=file)
     counts["total"] = sum(counts[f] for f in families)
-    print(f"total: {counts['total']} training runs for profile {p.name!r}", file=file)
-    print_plan(p, families, file=file, root=root)  # the plan as a table, with its cost in GPU-hours
+    print(f"total: {counts['total']} units of work for profile {p.name!r}", file=file)
+    # the training runs as a table, with their cost in GPU-hours (their run configs give the FLOPs)
+    print_plan(p, [f for f in families if f in TRAINED], file=file, root=root)
     return counts
+
+
+def _state(record):
+    """A unit's column in the dry run: missing, the seconds its record measured, or stored (a record without them)."""
+    if record is None:
+        return "missing"
+    return f"{record['run_seconds']:,.0f} s" if "run_seconds" in record else "stored"
 
 
 # The papers' backbones: blocks per stack, width, feed-forward width, vocabulary (their configs)
@@ -100,6 +115,8 @@ def plan_table(profile, families=TRAINED, root=None):
                        **c.method_args, **({"train_size": c.train_size} if c.train_size else {})}
             rows.append(dict(family=family, model=c.backbone, task=c.task, method=c.method, seed=c.train.seed,
                              setting=setting, stored=record is not None, hours=None if seconds is None else seconds / 3600))
+    if not rows:  # no training family asked for (the dry run of the stream alone)
+        return pd.DataFrame()
     groups = []
     for (family, model, task, name), g in pd.DataFrame(rows).groupby(["family", "model", "task", "method"], sort=False):
         names = dict.fromkeys(k for setting in g["setting"] for k in setting)  # first-seen order

@@ -1,9 +1,8 @@
 """Houlsby's online setting: tasks arrive one at a time, and three learners keep up with them.
 
-    from adapterlab.experiments import running, stream
-    running.run_plan("smoke", "stream")        # runs every step the store lacks, as for any family
-    result = stream.load("smoke")              # reads every step back
-    result.matrix("sequential", result.settings.orders[0])   # task x time accuracy (mean over seeds)
+    from adapterlab.report import tables
+    result = tables.get("stream", "smoke")     # runs every step the store lacks, as for any family
+    result.table                               # stream.csv: each learner's test of each task after each arrival
 
 Houlsby et al. motivate adapters by a stream of tasks (a cloud service's customers): one frozen base
 model and a few task-specific parameters per task give "perfect memory" of earlier tasks and a model
@@ -43,18 +42,18 @@ measurement behind "perfect memory".
 Weights a later step needs (the sequential model after each arrival, the adapters) are kept under
 data/results/<profile>/stream_files/<step key>/ (not committed: a MiniLM copy is ~90 MB; a model goes
 once the next arrival is stored); the records keep every number the notebook draws, including
-the file sizes for the storage bill. A sequential step whose predecessor's weights are gone reruns
-the predecessor first (its record is replaced).
+the file sizes for the storage bill, and each says which step it is (`step`, its tasks, task or order,
+and its seed), so stream.csv is built from the records alone (report/stream.py). A sequential step
+whose predecessor's weights are gone reruns the predecessor first (its record is replaced).
 """
 import hashlib
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
@@ -66,7 +65,6 @@ from ..training import train as T
 from ..training.backbones import load_backbone
 from ..methods.inject import adapt
 from ..methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, save_adapter
-from .results import ResultStore
 from .work import Work
 
 FAMILY = "stream"
@@ -439,54 +437,7 @@ STEPS = {
 }
 
 
-# ----------------------------------------------------------------------------- reading the store
-
-@dataclass
-class StreamResult:
-    """The stored records of a profile's stream, and the tables the notebook draws."""
-    settings: StreamSettings
-    records: dict  # step id -> record
-    step_list: list
-
-    def record(self, step):
-        return self.records.get(step.id)
-
-    def tests(self, learner, order, seed):
-        """{(task, time): test dict} of one learner on one order and seed (time 0 = after the first task)."""
-        s, order = self.settings, tuple(order)
-        out = {}
-        for t in range(len(order)):
-            if learner == "sequential":
-                column = self.record(sequential_step(s, order[:t + 1], seed))["tests"]
-            elif learner == "copies":  # each copy keeps its own score once trained
-                column = {task: self.record(sequential_step(s, (task,), seed))["tests"][task]
-                          for task in order[:t + 1]}
-            elif learner == "adapters":
-                column = self._recall(order, seed)["tests"][t]
-            else:
-                raise ValueError(f"unknown learner {learner!r}; choose one of {', '.join(LEARNERS)}")
-            for task in order[:t + 1]:
-                out[(task, t)] = column[task]
-        return out
-
-    def _recall(self, order, seed):
-        s = self.settings
-        hashes = {t: self.record(adapter_step(s, t, seed))["adapter_sha256"][ADAPTER_WEIGHTS] for t in order}
-        return self.record(recall_step(s, order, seed, hashes))
-
-    def matrix(self, learner, order, seed=None):
-        """Accuracy matrix, tasks (rows, in arrival order) x time (columns 1..T); NaN before a task
-        arrives. seed=None: the mean over seeds."""
-        order = tuple(order)
-        seeds = self.settings.seeds if seed is None else (seed,)
-        stack = []
-        for sd in seeds:
-            m = np.full((len(order), len(order)), np.nan)
-            for (task, t), test in self.tests(learner, order, sd).items():
-                m[order.index(task), t] = test["accuracy"]
-            stack.append(m)
-        return pd.DataFrame(np.mean(stack, axis=0), index=list(order), columns=range(1, len(order) + 1))
-
+# ----------------------------------------------------------------------------- names
 
 def order_name(order):
     return " > ".join(short_name(t) for t in order)
@@ -494,17 +445,3 @@ def order_name(order):
 
 def short_name(task):
     return task.removeprefix(task_registry.TWEET_TASK_PREFIX)
-
-
-def load(profile, store=None, root=None):
-    """The StreamResult of a profile from its store (default: the one under `root`); a ValueError naming
-    the missing steps and the fix."""
-    p = profiles_module.resolve(profile)
-    store = store or ResultStore(profiles_module.results_dir(p, root))
-    step_list = steps(p, store)
-    records = {st.id: store.get(st.key, FAMILY) for st in step_list}
-    lacking = [str(st) for st in step_list if records[st.id] is None]
-    if lacking:
-        raise ValueError(f"the {p.name} stream lacks {len(lacking)} step(s) (e.g. {lacking[0]}); run "
-                         f"running.run_plan({p.name!r}, 'stream') or `python -m adapterlab sweep --profile {p.name} --only 08`")
-    return StreamResult(settings(p), records, step_list)

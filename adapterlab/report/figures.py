@@ -374,29 +374,21 @@ def teaching_records(profile, root=None):
 LEARNER_LINES = {"sequential": "sequential", "adapters": "adapters", "copies": "full"}
 
 
-def _stream_matrix(rows, tasks):
-    """One learner's accuracy matrix on one order, × SCALE: tasks (rows, in arrival order) × tasks seen
-    (columns), the mean over seeds, NaN before a task arrives."""
-    mean = rows.groupby(["task", "time"])["value"].mean().unstack("time")
-    return (mean.reindex(index=tasks, columns=range(1, len(tasks) + 1)) * SCALE).to_numpy()
-
-
 def stream(df):
     """Notebook 08, per order: each learner's accuracy matrix (heatmaps on one colour scale, so that a row
     that fades reads the same in every panel); each learner's forgetting after each arrival (the earlier tasks'
     drop since their own training, as the reading measures it: findings.stream_forgetting, its 95% interval
     over seeds and test examples); the storage bill (bytes on disk in units of one fine-tuned model)."""
-    # one definition of forgetting and its noise, shared with the reading
-    from .findings import stream_forgetting
+    # one definition of the matrix, of forgetting and its noise, shared with the reading
+    from .findings import stream_forgetting, stream_matrix
 
     _check(df, ["learner", "order", "order_name", "seed", "task", "time", "value", "test_correct", "test_examples",
                 "stored_models"], "stream")
     seeds, styles = sorted(df["seed"].unique()), colors(LEARNER_LINES.values())
     over = f"mean of {len(seeds)} seeds" if len(seeds) > 1 else f"seed {seeds[0]} only"
     matrices, views = {}, {}
-    for (order, learner), rows in df.groupby(["order", "learner"]):
-        tasks = list(rows.sort_values("time", kind="stable").drop_duplicates("task")["task"])
-        matrices[order, learner] = _stream_matrix(rows, tasks)
+    for order, learner in df.groupby(["order", "learner"]).groups:
+        matrices[order, learner] = (stream_matrix(df, learner, order) * SCALE).to_numpy()
     cells = np.concatenate([m[np.isfinite(m)] for m in matrices.values()])
     for order, rows in df.groupby("order"):
         ticks, name = rows["order_name"].iloc[0].split(" > "), f"order {order + 1}"

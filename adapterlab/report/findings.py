@@ -501,6 +501,14 @@ def _learner(table, learner, order):
     return rows, dict(rows.groupby("task")["time"].min().sort_values())
 
 
+def stream_matrix(table, learner, order):
+    """One learner's accuracy matrix on one order (an index of stream.csv's orders): tasks (rows, in arrival
+    order) x tasks seen (columns 1..T), the mean over seeds, NaN before a task arrives."""
+    rows, arrived = _learner(table, learner, order)
+    mean = rows.groupby(["task", "time"])["value"].mean().unstack("time")
+    return mean.reindex(index=list(arrived), columns=range(1, len(arrived) + 1))
+
+
 def stream_forgetting(table, learner, order, time=None):
     """How much `learner` has forgotten after `time` arrivals of an order (default: all of them): the earlier
     tasks' accuracy right after their own training minus their accuracy now, over every test example of those

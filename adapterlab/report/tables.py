@@ -1,4 +1,5 @@
-"""The tables of the four figure families: stored runs in, tidy DataFrames out; write() saves them.
+"""The tables of the four figure families and of notebook 08's stream: stored records in, tidy DataFrames out;
+write() saves them.
 
     from adapterlab.experiments import running
     from adapterlab.report import tables
@@ -28,8 +29,9 @@ from ..experiments import planning, rules, stats
 from ..experiments import profiles as profiles_module
 from ..experiments import running
 from ..training import train as T
-from ..experiments.families import FAMILIES, SPLITS
+from ..experiments.families import SPLITS
 from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
+from . import stream as stream_report
 from ..methods.config import method
 from ..experiments.results import config_key, write_csvs
 
@@ -377,6 +379,8 @@ def budget_control(profile, family, root=None):
     Empty when the family has no controls."""
 
     p = profiles_module.resolve(profile)
+    if not getattr(p.settings(family), "budget_control", ()):  # settings without control entries (the stream's)
+        return pd.DataFrame()
     lookup = planning.store_lookup(running.store_of(p, root=root), p, family)
     chosen = planning.chosen_from(p, family, lookup)
     entries = [str(e) for e in p.settings(family).budget_control]
@@ -398,6 +402,15 @@ def budget_control(profile, family, root=None):
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------------------- a stream of tasks
+
+def build_stream(profile, records):
+    """Notebook 08's stream.csv (report/stream.py table) from the records of the stream's steps, each found by
+    what it says it ran (stream_report.step_of); a ValueError names the fix when a step is not stored."""
+    steps = stream_report.StepRecords(profiles_module.resolve(profile).stream, records)
+    return FamilyResult("stream", stream_report.table(steps))
+
+
 # ----------------------------------------------------------------------------- by name, and writing
 
 # family -> (its build_* function, what the build reads beside the family's records: each takes (profile,
@@ -405,7 +418,8 @@ def budget_control(profile, family, root=None):
 BUILDERS = {"layer_removal": (build_layer_removal, [stored_spans]),
             "init_scale": (build_init_scale, []),
             "param_performance": (build_param_performance, []),
-            "low_resource": (build_low_resource, [])}
+            "low_resource": (build_low_resource, []),
+            "stream": (build_stream, [])}
 
 
 def get(family, profile, root=None):
@@ -414,7 +428,7 @@ def get(family, profile, root=None):
     reads beside them (BUILDERS: layer removal's span scores), the table built and its budget controls
     added (budget_control). Nothing trains here: running.run_plan (or the sweep) makes the records first."""
     if family not in BUILDERS:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(BUILDERS)}")
     p = profiles_module.resolve(profile)
     records = running.plan_records(p, family, running.store_of(p, root=root))
     build, reads = BUILDERS[family]

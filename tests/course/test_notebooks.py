@@ -289,7 +289,7 @@ def test_regenerate_only_and_dry_run(tiny_notebooks, tmp_path, capsys):
     assert status == 0
     assert "02_fine.ipynb" in printed and "01_boom" not in printed
     assert "profile='smoke'" in printed and "fresh=False" in printed
-    assert "training first: nothing" in printed and re.search(r"planned training runs: \d+", printed)
+    assert "training first: nothing" in printed and re.search(r"planned units of work: \d+", printed)
     assert not (tmp_path / "build").exists(), "a dry run must not run or write anything"
     write_notebook(tiny_notebooks / "05_init_scale.ipynb", "profile = 'default'\nfresh = False", "pass")
     regenerate(profile=SMOKE, only="05", out=tmp_path, notebooks_dir=tiny_notebooks, dry_run=True, workers=2,
@@ -329,8 +329,9 @@ def test_paper_dry_run_lists_planned_runs(capsys):
     require_notebooks()
     assert regenerate(profile="paper", dry_run=True) == 0
     printed = capsys.readouterr().out
-    match = re.search(r"planned training runs: ([\d,]+)", printed)
+    match = re.search(r"planned units of work: ([\d,]+)", printed)
     assert match, printed
     assert int(match.group(1).replace(",", "")) > 0
+    assert re.search(r"^stream: [1-9]\d* units, ", printed, re.M)  # notebook 08's steps are counted too
     for notebook in NOTEBOOKS:
         assert notebook.name in printed

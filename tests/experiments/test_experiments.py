@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from adapterlab.experiments import costs, planning, profiles, running
+from adapterlab.experiments import costs, planning, profiles, running, stream
 from adapterlab.training import removal
 from adapterlab.experiments import stats
 from adapterlab.report import tables
@@ -360,11 +360,13 @@ def test_learning_rate_from_the_entry_then_the_family_then_the_profile():
 def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
     out = io.StringIO()
     counts = costs.dry_run("paper", file=out, root=tmp_path)
-    assert counts == {**{f: len(planning.plan("paper", f)) for f in TRAINED},
-                      "total": sum(len(planning.plan("paper", f)) for f in TRAINED)}
+    steps = len(stream.steps("paper"))  # notebook 08's units of work, counted like the training runs
+    assert counts == {**{f: len(planning.plan("paper", f)) for f in TRAINED}, "stream": steps,
+                      "total": sum(len(planning.plan("paper", f)) for f in TRAINED) + steps}
     assert counts["teaching"] == 6  # notebook 03: five methods, and the swap method on a second task
     text = out.getvalue()
-    assert "layer_removal: 12 runs" in text and f"total: {counts['total']} training runs" in text
+    assert "layer_removal: 12 units, 0 stored in " in text and f"total: {counts['total']} units of work" in text
+    assert f"stream: {steps} units, 0 stored in " in text and f"{steps} missing" in text
     assert counts["layer_removal"] == 2 * 3 * 2  # MNLI, CoLA x Houlsby's lr {3e-5, 3e-4, 3e-3} x epochs {3, 20}
     assert "estimated cost:" in text and "GPU-hours" in text  # the plan table's total, from FLOPs
     by_backbone = {}

@@ -1,19 +1,23 @@
 """The online setting (adapterlab.experiments.stream) on the tiny random BERT: a small stream of three tweet domains in two
 orders, one seed, a few steps per task (~15 s). What it proves: exact recall (predictions, base and file hashes),
-the work shared between learners, resuming, the storage bill from the files, forgetting with its paired noise,
-the sweep's worker path, and a clear error for each bad input."""
+the work shared between learners, resuming, stream.csv built from the records like every family's table, the
+storage bill from the files, forgetting with its paired noise, the dry run's count of the steps, the sweep's
+worker path, and a clear error for each bad input."""
+import io
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before any Hugging Face import: the hub is never needed here
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from adapterlab.experiments import profiles, running, stream, work
-from adapterlab.report import findings
+from adapterlab.experiments import costs, planning, profiles, running, stream, work
+from adapterlab.experiments.families import PLANNED
+from adapterlab.report import findings, tables
 from adapterlab.report import stream as stream_report
 from adapterlab.training.backbones import load_backbone
 from adapterlab.methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter
@@ -39,9 +43,10 @@ def out(tmp_path_factory):
         for step in work.ready(stream.steps("smoke", store), store)[:3]:
             running.store_result(store, step, original(running.pack(step, store)))
         first = len(stream.steps("smoke"))
-        running.run_plan("smoke", "stream", progress=False, root=folder)  # resumes
-        result = stream.load("smoke", root=folder)
-        yield dict(folder=folder, result=result, executed=executed, store=store, total=first)
+        records = running.run_plan("smoke", "stream", progress=False, root=folder)  # resumes
+        steps = stream_report.StepRecords(SMALL, records)
+        yield dict(folder=folder, records=records, steps=steps, table=stream_report.table(steps), executed=executed,
+                   store=store, total=first)
 
 
 def test_an_interrupted_stream_resumes_without_redoing_steps(out):
@@ -49,9 +54,49 @@ def test_an_interrupted_stream_resumes_without_redoing_steps(out):
     assert work.ready(stream.steps("smoke", out["store"]), out["store"]) == []
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
-        running.run_plan("smoke", "stream", progress=False, root=out["folder"])  # everything stored: nothing runs
-        again = stream.load("smoke", root=out["folder"])
-    assert len(out["executed"]) == out["total"] - 3 and again.records == out["result"].records
+        again = running.run_plan("smoke", "stream", progress=False, root=out["folder"])  # everything stored: nothing runs
+    assert len(out["executed"]) == out["total"] - 3 and again == out["records"]
+
+
+def test_the_table_is_built_like_every_familys_and_regenerate_rebuilds_it(out):
+    """tables.get is the one way from the stream's store to stream.csv (tables.BUILDERS, as for every family);
+    regenerate credits the file notebook 08 wrote to it, as it credits every family's."""
+    from adapterlab.course import regenerate
+
+    assert tables.BUILDERS["stream"] == (tables.build_stream, [])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
+        result = tables.get("stream", "smoke", root=out["folder"])
+        assert result.family == "stream" and result.budget.empty and result.grid.empty
+        assert result.table.equals(out["table"])
+        before = regenerate.written(out["folder"], "smoke")
+        (path,) = tables.write(result, "smoke", out["folder"])
+        assert path.name == "stream.csv" and findings.load("smoke", "stream", out["folder"]).shape == out["table"].shape
+        outcomes = [dict(notebook="08_stream_of_tasks.ipynb", ok=True, results=[], figures=[])]
+        regenerate.credit_files(outcomes, before, regenerate.written(out["folder"], "smoke"))
+    assert outcomes[0]["results"] == [str(path)]
+
+
+def test_the_dry_run_counts_every_step_stored_and_missing(out, tmp_path, monkeypatch):
+    """costs.dry_run counts the stream's units (planning.work) as it counts every family's runs: all missing in an
+    empty store, all stored (with the seconds their records measured) once the stream has run."""
+    s = profiles.get("smoke").stream
+    longer = len(s.orders[0]) - 1  # each order adds this many sequential steps after the shared first one
+    expected = len(s.seeds) * (2 * len(s.tasks) + len(s.orders) * longer + len(s.orders)) + 1  # + one serving step
+    text = io.StringIO()
+    counts = costs.dry_run("smoke", families=("stream",), file=text, root=tmp_path)  # an empty store
+    assert counts == {"stream": expected, "total": expected}
+    assert f"stream: {expected} units, 0 stored in " in text.getvalue() and f"{expected} missing" in text.getvalue()
+    assert text.getvalue().count("  missing  ") == expected
+    everything = costs.dry_run("smoke", verbose=False, file=io.StringIO(), root=tmp_path)
+    assert everything["stream"] == expected and everything["total"] == sum(everything[f] for f in PLANNED)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
+    text = io.StringIO()
+    counts = costs.dry_run("smoke", families=("stream",), file=text, root=out["folder"])
+    hours = sum(r["run_seconds"] for r in out["records"]) / 3600
+    assert counts["stream"] == len(out["records"]) == len(planning.work("smoke", "stream", out["store"]))
+    assert f"{counts['stream']} stored in {out['store'].path('stream')} ({hours:,.2f} h of run_seconds), 0 missing" \
+        in text.getvalue()
 
 
 def test_shared_work_runs_once(monkeypatch):
@@ -69,8 +114,8 @@ def test_shared_work_runs_once(monkeypatch):
 
 
 def test_exact_recall(out):
-    result = out["result"]
-    checks = stream_report.recall_checks(result)
+    steps = out["steps"]
+    checks = stream_report.recall_checks(steps)
     assert len(checks) == 2 and checks.drop(columns=["order", "seed"]).to_numpy().all()
     # independently of the records: a fresh base with each adapter file loaded predicts what training recorded,
     # and the file on disk is the one that was hashed right after saving it
@@ -78,7 +123,8 @@ def test_exact_recall(out):
     evaluate = stream.Evaluator(SMALL, tokenizer, SMALL.tasks, 0)
     for task in SMALL.tasks:
         step = stream.adapter_step(SMALL, task, 0)
-        record = result.record(step)
+        record = steps.adapter(task, 0)
+        assert record == out["store"].get(step.key, "stream")  # found by what it ran: the record under its key
         folder = work.folder(out["store"], step)
         assert stream.sha256_file(folder / ADAPTER_WEIGHTS) == record["adapter_sha256"][ADAPTER_WEIGHTS]
         load_adapter(model, folder)
@@ -88,15 +134,20 @@ def test_exact_recall(out):
 
 
 def test_adapters_rows_are_constant_and_sequential_rows_are_measured(out):
-    result = out["result"]
-    for order in SMALL.orders:
-        m = result.matrix("adapters", order).to_numpy()
-        for i in range(len(order)):
-            assert np.all(m[i, i:] == m[i, i])  # the same examples, bit-identical predictions: equal scores
+    table = out["table"]
+    for i, order in enumerate(SMALL.orders):
+        m = findings.stream_matrix(table, "adapters", i)
+        assert list(m.index) == list(order) and list(m.columns) == [1, 2, 3]  # tasks in arrival order x tasks seen
+        m = m.to_numpy()
+        for k in range(len(order)):
+            assert np.all(m[k, k:] == m[k, k])  # the same examples, bit-identical predictions: equal scores
         assert np.isnan(m[np.tril_indices(len(order), -1)]).all()
-        copies = result.matrix("copies", order).to_numpy()
-        assert all(np.all(copies[i, i:] == copies[i, i]) for i in range(len(order)))
-    drops = findings.stream_drops(stream_report.table(result))
+        copies = findings.stream_matrix(table, "copies", i).to_numpy()
+        assert all(np.all(copies[k, k:] == copies[k, k]) for k in range(len(order)))
+        sequential = findings.stream_matrix(table, "sequential", i).to_numpy()
+        newest = out["steps"].sequential(order, 0)["tests"]  # the sequential model after the last arrival
+        assert list(sequential[:, -1]) == [newest[t]["accuracy"] for t in order]
+    drops = findings.stream_drops(table)
     frame = drops[(drops["learner"] == "adapters") & (drops["order"] == 0)]
     assert len(frame) and (frame["drop"] == 0).all() and (frame["se"] == 0).all() and not frame["beyond_noise"].any()
 
@@ -107,13 +158,12 @@ def test_forgetting_is_the_diagonal_minus_the_last_column():
 
 
 def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
-    result = out["result"]
-    table = stream_report.table(result)
+    table = out["table"]
     drops = findings.stream_drops(table)
     frame = drops[(drops["learner"] == "sequential") & (drops["order"] == 0)]
-    m = result.matrix("sequential", SMALL.orders[0]).to_numpy()
+    m = findings.stream_matrix(table, "sequential", 0).to_numpy()
     assert np.allclose(frame["drop"], stream_report.forgetting_from_matrix(m)[:-1])  # one seed: the same numbers
-    n = result.record(stream.sequential_step(SMALL, ("airline",), 0))["tests"]["airline"]["examples"]
+    n = out["steps"].sequential(("airline",), 0)["tests"]["airline"]["examples"]
     # the SE of a paired difference of n bits is at most sqrt(1 / (n - 1)) (all examples disagreeing)
     assert ((frame["se"] >= 0) & (frame["se"] <= np.sqrt(1 / (n - 1)))).all()
     # beyond the noise: the normal 95% interval of the paired difference lies above zero
@@ -126,14 +176,14 @@ def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
 
 
 def test_storage_bill_is_measured_from_the_files(out):
-    result = out["result"]
-    bill = stream_report.storage_bill(result).set_index(["learner", "tasks"])["bytes"]
-    adapters = [result.record(stream.adapter_step(SMALL, t, 0)) for t in SMALL.orders[0]]
+    steps = out["steps"]
+    bill = stream_report.storage_bill(steps).set_index(["learner", "tasks"])["bytes"]
+    adapters = [steps.adapter(t, 0) for t in SMALL.orders[0]]
     for t, record in zip(SMALL.orders[0], adapters):
         folder = work.folder(out["store"], stream.adapter_step(SMALL, t, 0))
         assert record["adapter_bytes"] == sum((folder / f).stat().st_size for f in (ADAPTER_WEIGHTS, ADAPTER_CONFIG))
-    base = result._recall(SMALL.orders[0], 0)["base_bytes"]
-    copies = [result.record(stream.sequential_step(SMALL, (t,), 0))["model_bytes"] for t in SMALL.orders[0]]
+    base = steps.recall(SMALL.orders[0], 0)["base_bytes"]
+    copies = [steps.sequential((t,), 0)["model_bytes"] for t in SMALL.orders[0]]
     for n in (1, 2, 3):
         assert bill[("adapters", n)] == base + sum(a["adapter_bytes"] for a in adapters[:n])
         assert bill[("copies", n)] == sum(copies[:n])
@@ -142,7 +192,7 @@ def test_storage_bill_is_measured_from_the_files(out):
 
 
 def test_serving_times_both_switches(out):
-    serve = stream_report.serving(out["result"])
+    serve = out["steps"].serving()
     assert len(serve["swap_seconds"]) == 3 and len(serve["load_seconds"]) == 2
     assert serve["swap_median"] > 0 and serve["load_median"] > 0 and serve["machine"]
 
@@ -166,14 +216,14 @@ def test_the_sweep_worker_path_gives_the_same_record(out, tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         result = running.execute(running.pack(step, out["store"]))
-        stored = out["result"].record(step)
+        stored = out["steps"].adapter("tweets/apple", 0)
         assert result["record"]["test"] == stored["test"]
         assert result["record"]["adapter_sha256"] == stored["adapter_sha256"]
         assert set(result["files"]) == {ADAPTER_WEIGHTS, ADAPTER_CONFIG}
-        recall = stream.recall_step(SMALL, SMALL.orders[0], 0, {t: out["result"].record(
-            stream.adapter_step(SMALL, t, 0))["adapter_sha256"][ADAPTER_WEIGHTS] for t in SMALL.orders[0]})
+        recall = stream.recall_step(SMALL, SMALL.orders[0], 0, {t: out["steps"].adapter(t, 0)["adapter_sha256"][
+            ADAPTER_WEIGHTS] for t in SMALL.orders[0]})
         spec = running.pack(recall, out["store"])  # carries the adapters' bytes: no shared disk needed
-        assert running.execute(spec)["record"]["tests"] == out["result"].record(recall)["tests"]
+        assert running.execute(spec)["record"]["tests"] == out["steps"].recall(SMALL.orders[0], 0)["tests"]
 
 
 def test_prune_removes_finished_model_files_but_keeps_adapters(out):
@@ -212,10 +262,12 @@ def test_a_sequential_step_without_its_predecessor_names_it(tmp_path):
         stream.run_sequential(step.key, previous=tmp_path, out=tmp_path / "out")
 
 
-def test_reading_an_empty_store_names_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
-    with pytest.raises(ValueError, match=r"lacks \d+ step\(s\).*run_plan\('smoke', 'stream'\)"):
-        stream.load("smoke", root=tmp_path)
+def test_a_table_without_its_steps_names_the_missing_step_and_the_fix(out):
+    with pytest.raises(ValueError, match=r"lack its step \('recall', \('airline', 'tweets/deflategate', "
+                                         r"'tweets/apple'\), 0\); run the stream's plan first: tables.get\('stream'"):
+        tables.build_stream(SMALL_SMOKE, [r for r in out["records"] if r["step"] != "recall"])
+    with pytest.raises(ValueError, match="unknown learner 'forgetful'; choose one of sequential, adapters, copies"):
+        out["steps"].trained("forgetful", SMALL.orders[0], "airline", 0)
 
 
 def test_the_sequential_model_file_round_trips(tmp_path):
@@ -238,9 +290,8 @@ def test_the_sequential_model_file_round_trips(tmp_path):
 def test_the_adapters_accuracy_gap_is_paired_and_read_out(out):
     """The reading's adapters-minus-copies gap is the difference of the two learners' final columns (over every
     task's test examples), read from stream.csv, and the reading says how many of the runs behind it converged."""
-    result = out["result"]
-    table = stream_report.table(result)
-    final = {learner: result.matrix(learner, SMALL.orders[0]).iloc[:, -1] for learner in ("adapters", "copies")}
+    table = out["table"]
+    final = {learner: findings.stream_matrix(table, learner, 0).iloc[:, -1] for learner in ("adapters", "copies")}
     examples = table.drop_duplicates("task").set_index("task")["test_examples"]
     gap = ((final["adapters"] - final["copies"]) * examples).sum() / examples[list(SMALL.orders[0])].sum()
     line = next(l for l in findings.stream(table) if l.startswith("- adapters minus the fine-tuned copies"))
