@@ -273,7 +273,7 @@ def owner(path):
         return next((f for f in families.PLANNED if path.stem == f or path.stem.startswith(f + "_")), None)
     for family, entry in figures.FIGURES.items():
         if any(path.stem.startswith(stem) for stem in [*entry.png, *entry.html]):
-            return "teaching" if family == "learning_curves" else family
+            return entry.family or family
     return None
 
 

@@ -295,9 +295,9 @@ def _teaching_plan(p, chosen):
 
 
 def keeps_adapter(profile, family, config):
-    """Whether a run's trained adapter is saved beside its record: 04 scores its spans from it, 03 swaps it."""
-    swap = profiles_module.resolve(profile).teaching.swap_method
-    return family == "layer_removal" or (family == "teaching" and config.method == swap)
+    """Whether a run's trained adapter is saved beside its record, as the family's settings say
+    (keeps_adapter): 04 scores its spans from it, 03 swaps it."""
+    return profiles_module.resolve(profile).settings(family).keeps_adapter(config)
 
 
 # ----------------------------------------------------------------------------- budget controls

@@ -53,6 +53,10 @@ class _Common:
     # first entry is the reference arm of the claims the others stand for (stats.claim_move)
     budget_control: tuple = ()
     budget_factor: int = 2
+    keep_adapter: bool = False  # save each run's trained adapter beside its record (04 ablates it)
+
+    def keeps_adapter(self, config):
+        return self.keep_adapter
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,10 @@ class Teaching:
     second_task: str | None = None  # the swap's second task (None: the first that fits)
     eval_size: int | None = None
 
+    def keeps_adapter(self, config):
+        """The swap method's adapters are kept: 03 swaps them."""
+        return config.method == self.swap_method
+
 
 @dataclass(frozen=True)
 class LayerRemoval(_Common):
@@ -70,6 +78,7 @@ class LayerRemoval(_Common):
     method_args: dict = field(default_factory=dict)  # Houlsby's settings (bottleneck)
     lrs: tuple | None = None  # the learning-rate grid; None: the method's rate
     epochs: tuple | None = None  # the epochs grid; None: the profile's epochs
+    keep_adapter: bool = True  # the best run's adapter is what the spans remove layers from
 
 
 @dataclass(frozen=True)

@@ -434,6 +434,8 @@ class Entry:
     source: str  # the file of data/results/<profile>/ it reads
     png: dict  # file stem -> the views drawn side by side in that PNG
     html: dict  # file stem -> the views its buttons switch between (None: all)
+    family: str | None = None  # the family whose notebook draws it (None: the entry's own name)
+    load: object = None  # (profile, root, path of source) -> its table (None: the CSV as it is)
 
 
 # notebook 08's files: each learner's matrices of every order in one grid, the forgetting and the bill of every order
@@ -453,7 +455,8 @@ FIGURES = {
                                 "param_performance_tradeoff": ["% trained, memory"]}),
     "low_resource": Entry(low_resource, "low_resource.csv", {"low_resource": ["score"]}, {"low_resource": None}),
     "learning_curves": Entry(learning_curves, "teaching.jsonl", {"learning_curves": ["training loss", "validation"]},
-                             {"learning_curves": None}),
+                             {"learning_curves": None}, family="teaching",
+                             load=lambda profile, root, path: teaching_records(profile, root)),
     "stream": Entry(stream, "stream.csv", STREAM_FILES, STREAM_FILES),
     # notebook 01 draws init_std_deviation.png by hand; this definition is its explorer only: no file
     "init_std_deviation": Entry(init_std_deviation, "init_std_deviation.csv", {}, {}),
@@ -483,6 +486,10 @@ def save(family, table, profile, root=None, **options):
     return paths + html
 
 
+def _read_csv(profile, root, path):
+    return pd.read_csv(path)
+
+
 def redraw(profile, root=None):
     """Redraw every registered figure of a profile from its stored tables under `root` (no notebook, no
     training)."""
@@ -490,7 +497,7 @@ def redraw(profile, root=None):
     folder, paths = profiles.results_dir(p, root), []
     for family, entry in FIGURES.items():
         if (folder / entry.source).exists():
-            table = teaching_records(p, root) if family == "learning_curves" else pd.read_csv(folder / entry.source)
+            table = (entry.load or _read_csv)(p, root, folder / entry.source)
             if len(table):  # nothing stored under the current plan (e.g. 03's runs not retrained yet): keep the file
                 paths += save(family, table, p, root)
     return paths

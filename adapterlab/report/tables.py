@@ -53,11 +53,13 @@ LAST_COLUMNS = ["class_entropy", "rule_version", "split"]
 @dataclass
 class FamilyResult:
     """What a family function returns: its table (one row per run or span), the learning-rate grid runs
-    with the rate chosen (param_performance, low_resource; empty otherwise) and, for layer removal, the
-    cached-against-naive span timings on a sample of batches."""
+    with the rate chosen (None: the family chooses no rate on a grid), further tables the family writes
+    beside them ({name: frame}, e.g. 06's efficiency table) and, for layer removal, the cached-against-naive
+    span timings on a sample of batches."""
     family: str
     table: pd.DataFrame
-    grid: pd.DataFrame = field(default_factory=pd.DataFrame)
+    grid: pd.DataFrame | None = None
+    extra: dict = field(default_factory=dict)
     timings: dict | None = None
     budget: pd.DataFrame = field(default_factory=pd.DataFrame)  # the budget controls (budget_control)
 
@@ -221,8 +223,9 @@ def build_param_performance(profile, records):
         full = frame[frame["method"] == "full"].groupby(["task", "seed"])["value"].mean()
         frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
                                      zip(frame["task"], frame["seed"], frame["value"])]
-    return FamilyResult("param_performance", _frame(frame, "param_performance"),
-                        grid=_frame(grid_rows, "param_performance", grid=True))
+    table = _frame(frame, "param_performance")
+    return FamilyResult("param_performance", table, grid=_frame(grid_rows, "param_performance", grid=True),
+                        extra={"param_performance_table": param_performance_table(table)} if len(table) else {})
 
 
 def _param_performance_row(r, lr_grid):
@@ -438,15 +441,13 @@ def get(family, profile, root=None):
 
 def write(result, profile, root=None):
     """Write a FamilyResult's CSVs into <root>/data/results/<profile>/: <family>.csv, <family>_lr_grid.csv
-    when it has a grid, <family>_budget_control.csv when it has budget controls, and
-    param_performance_table.csv (the efficiency table) for param_performance.
-    Returns the paths written."""
+    when it has a grid, its extra tables by their names, and <family>_budget_control.csv when it has
+    budget controls. Returns the paths written."""
     folder = profiles_module.results_dir(profiles_module.resolve(profile), root)
     tables = {result.family: result.table}
-    if result.family in ("param_performance", "low_resource"):
+    if result.grid is not None:
         tables[f"{result.family}_lr_grid"] = result.grid
-    if result.family == "param_performance" and len(result.table):
-        tables["param_performance_table"] = param_performance_table(result.table)
+    tables.update(result.extra)
     if len(result.budget):
         tables[f"{result.family}_budget_control"] = result.budget
     return write_csvs(tables, folder)

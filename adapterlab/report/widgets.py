@@ -64,7 +64,8 @@ class _Explorer:
                         for c, label in FILTERS.get(family, {}).items() if c in table}
         self.info, self.out = w.HTML(), w.Output()
         rows = [w.HBox([self.view]), w.HBox(list(self.pickers.values()))]
-        if family == "layer_removal":
+        self.spans = {"first_layer", "last_layer"} <= set(table)  # layer removal: span sliders
+        if self.spans:
             layers = sorted({*table["first_layer"].astype(int), *table["last_layer"].astype(int)})
             self.first, self.last = (w.IntSlider(value=v, min=layers[0], max=layers[-1], style=_STYLE,
                                                  description=f"{d} layer removed", continuous_update=False,
@@ -73,7 +74,7 @@ class _Explorer:
             rows.append(w.HBox([self.first, self.last]))
         if train_extra is not None:
             rows.append(self._trainer(train_extra, estimate_seconds))
-        spans = [self.first, self.last] if family == "layer_removal" else []
+        spans = [self.first, self.last] if self.spans else []
         for control in (self.view, *self.pickers.values(), *spans):
             control.observe(self.redraw, names="value")
         self.box = w.VBox([*rows, self.info, self.out])
@@ -92,7 +93,7 @@ class _Explorer:
     def redraw(self, *_):
         try:
             options = dict(self.options)
-            if self.family == "layer_removal":
+            if self.spans:
                 self.last.min = self.first.value  # a span needs last >= first
                 options["span"] = (self.first.value, self.last.value)
                 self.info.value = self._span_text(self.selection())
