@@ -206,7 +206,7 @@ def _layer_removal(df):
         lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value(lower))}, "
                      f"upper half ({half}–{layers - 1}) removed {pts(value(upper))}, all removed "
                      f"{pts(value(everything))}; majority class {pts(base)}.")
-        singles = [stats.verdict(diff((i, i), None), "==", "") for i in range(layers)]
+        singles = [diff((i, i), None) for i in range(layers)]
         worst = min(range(layers), key=lambda i: value((i, i)))
         lines.append(f"- one layer removed: at worst {ci_text(diff((worst, worst), None))} points (layer {worst}).")
         claims += [
@@ -215,7 +215,8 @@ def _layer_removal(df):
             (f"{task}: upper layers' adapters matter more (lower half removed minus upper half removed)",
              stats.verdict(diff(lower, upper), ">", "removing layers 8–11 costs far more than 0–4 (Houlsby Fig. 6)")),
             (f"{task}: any single layer's adapters removable (worst layer vs none)",
-             stats.all_of(singles, "at most 2 points for any single layer (Houlsby Fig. 6, diagonal)")),
+             stats.verdict(singles, "==", "at most 2 points for any single layer (Houlsby Fig. 6, diagonal)",
+                           names=[f"layer {i}" for i in range(layers)])),
             (f"{task}: all adapters removed falls to the majority class",
              stats.verdict(stats.scores(value(everything), base, n, b_exact=True), "==",
                            "the majority class: 37% MNLI, 69% CoLA (Houlsby Fig. 6)")),
@@ -253,18 +254,22 @@ def _init_scale(df, flat_below=1e-2):
             lines.append(f"- best of the seeds for std ≤ {flat_below:.0e} spans {pts(max(best) - min(best))} points "
                          "(descriptive: a maximum over seeds has no confidence interval).")
 
-        def pair(std, claim):  # this std minus the reference std, paired by seed
-            return judge(d, std, ref, claim, "", column="init_std")
+        def members(stds, claim, paper):  # each std minus the reference std, paired by seed
+            rows = d[d["init_std"].isin([*stds, ref])]
+            verdicts, _ = current_verdicts(rows)
+            return stats.verdict([by_seed(d, s, ref, "init_std") for s in stds], claim, paper,
+                                 at_budget=verdicts is not None and not verdicts.all(),
+                                 names=[f"{s:.0e}" for s in stds])
 
-        flat = [pair(s, "==") for s in small if s != ref]
-        large = [pair(s, "<") for s in sorted(by) if s > flat_below]
+        flat = [s for s in small if s != ref]
+        large = [s for s in sorted(by) if s > flat_below]
         if flat:
             claims.append((f"{task}: seed means flat for std ≤ {flat_below:.0e} (each std minus std {ref:.0e}, "
-                           "paired by seed)", stats.all_of(flat, "within about 1 point of the best for std 1e-7 to 1e-2 "
-                                                            "on MNLI and CoLA (Houlsby Fig. 6, right)")))
+                           "paired by seed)", members(flat, "==", "within about 1 point of the best for std 1e-7 to "
+                                                          "1e-2 on MNLI and CoLA (Houlsby Fig. 6, right)")))
         if large:
             claims.append((f"{task}: degrades for std > {flat_below:.0e} (each larger std minus std {ref:.0e})",
-                           stats.all_of(large, "degrades at 1e-1 and above, more on CoLA (Houlsby Fig. 6, right)")))
+                           members(large, "<", "degrades at 1e-1 and above, more on CoLA (Houlsby Fig. 6, right)")))
     return lines + _verdict_lines(claims), claims
 
 
@@ -339,13 +344,8 @@ def _param_performance(df):
     lines, claims = [], []
     for task, d in df.groupby("task", sort=False):
         base = d["baseline"].iloc[0]
-        groups = [g["value"].to_numpy() for _, g in d.groupby("label", sort=False)]
         lines.append(f"**Parameters vs performance, {task}** (test accuracy, {_seeds(d)} seed(s), {unconverged(d)}; "
                      f"majority class {pts(base)}):")
-        if len(groups) >= 2 and min(len(g) for g in groups) >= 2:
-            f, p = stats.anova(groups)
-            lines.append(f"- one-way ANOVA across the {len(groups)} settings: F = {f:.2f}, p = {p:.2f} "
-                         + ("(some setting differs)." if p < 0.05 else "(no setting shown to differ from the others)."))
         for label, g in d.groupby("label", sort=False):
             grid = g["lr_grid"].iloc[0] if "lr_grid" in g else None
             lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + (

@@ -26,7 +26,8 @@ def test_init_scale_says_flat_only_through_the_equivalence_test():
     text = "\n".join(findings.init_scale(flat))
     assert "3 of 3 at 1e+00" in text and "Houlsby Fig. 6, right" in text
     noisy = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.80, 0.83, 0.81], 1.0: [0.63, 0.63, 0.635]})
-    assert str(claim(findings.claims("init_scale", noisy), "flat")).startswith("inconclusive (could detect ≥")
+    assert str(claim(findings.claims("init_scale", noisy), "flat")).startswith(
+        "inconclusive (could show equivalence within ±")
     steep = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.70, 0.69, 0.71], 1.0: [0.821, 0.812, 0.829]})
     found = findings.claims("init_scale", steep)
     assert claim(found, "flat").label == "not reproduced" and claim(found, "degrades").label == "not reproduced"
@@ -130,7 +131,7 @@ def test_param_performance_judges_the_papers_separations():
     # -6.1 [-6.4, -5.9] on every seed: the sign holds, the paper's -6.6 lies outside: a smaller effect here
     assert found["t: top-k k=1 below full"].label == stats.SMALLER
     text = "\n".join(findings.param_performance(df))
-    assert "one-way ANOVA across the 4 settings" in text
+    assert "ANOVA" not in text  # unpaired, it would decide nothing the paired claims do not
     assert "the papers' separations here, before the correction over all claims: 3 reproduced, 1 direction " \
            "reproduced, smaller effect (of 4)" in text
 
@@ -147,7 +148,7 @@ def test_cost_claims_judge_the_ratio_to_full_fine_tuning_paired_by_seed():
     assert said.label == "reproduced" and said.diff.estimate == pytest.approx(0.41) and said.paper_value == 0.4114
     assert "%" in said.numbers() and "points" not in said.numbers()
     prompt = [v for k, v in found.items() if k.startswith("t: prompt-tuning-R n=100 needs more peak memory")][0]
-    assert prompt.label == "not reproduced"  # +1% to +3%: shown below the 5% cost margin
+    assert prompt.label == stats.SMALLER  # +1% to +3%: more, but shown below the 5% cost margin
     same_time = [v for k, v in found.items() if "time per epoch" in k]
     assert len(same_time) == 2 and all(v.label == "inconclusive" for v in same_time)  # equal times: no spread
 
@@ -304,8 +305,8 @@ def test_budget_control_reading_judges_each_claims_move_between_its_arms():
     lines = findings.budget_control(pd.DataFrame(rows))
     assert "rule 3" in lines[0] and "**passes**" in lines[0] and len(lines) == 2
     assert lines[1].startswith("  - houlsby minus full:") and lines[1].endswith("**holds**")
-    # a second arm moved by 100 examples (~7 points) while the reference stayed: the family does not pass
-    rows += [control("layernorm", 2, s, bits((0, 30)), bits((0, 130))) for s in range(3)]
+    # a second arm moved with the reference and on 150 examples of its own (-5.8 points): the claim moves
+    rows += [control("layernorm", 2, s, bits((0, 30)), bits((0, 30), (100, 300), (1000, 1150))) for s in range(3)]
     lines = findings.budget_control(pd.DataFrame(rows))
     assert "does not pass" in lines[0] and lines[2].endswith("**moves**")
     # the reference arm untrained: no claim can be measured yet, and the reading says so

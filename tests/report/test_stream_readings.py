@@ -156,7 +156,7 @@ def test_sequential_forgetting_is_detected_beyond_its_noise():
     assert forgets.label == "reproduced" and low > 0
     # about 80% right, a fifth of it lost per later arrival: 2 earlier tasks lose 0.8 x (1 - 0.8^2), 0.8 x 0.2
     assert forgets.diff.estimate == pytest.approx(0.8 * (0.36 + 0.2) / 2, abs=0.03)
-    assert "seeds and test examples (3 seeds" in forgets.diff.how
+    assert "seeds x test examples (3 x" in forgets.diff.how
 
 
 def test_forgetting_measured_on_unconverged_sequential_steps_holds_at_this_budget():
