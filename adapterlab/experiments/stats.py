@@ -374,6 +374,7 @@ class Verdict:
     holm_p: float | None = None
     log_ratio: bool = False  # diff is a difference of logarithms: printed as exp(x) - 1
     check: bool = False
+    split: str = ""  # what it is measured on: "test", "held-out", "per training run", "saved files"
 
     @property
     def detectable(self):
@@ -402,12 +403,14 @@ class Verdict:
                 + (f" (rate at the grid's end: {self.grid_end})" if self.grid_end else ""))
 
     def hypothesis(self):
-        """The test declared before the data, in words: 'a - b > 0 (one-sided, 5%)', '|a - b| < 1.5 points
-        (TOST, 5%)', for each member where there are several."""
+        """The test declared before the data, in words: 'Δ > 0 (one-sided)', 'Δ within ±1.5 points (TOST)' (Δ = a -
+        b; for a cost, the ratio a / b against 1), for each member where there are several."""
         if self.check:
             return "exact check"
-        what = (f"|Δ| < {self._scaled(self.margin):g} {self.unit} (TOST)" if self.claim == "==" else
-                f"Δ {self.claim} 0 (one-sided)")
+        if self.claim == "==":
+            what = f"Δ within ±{self._scaled(self.margin):g} {self.unit} (TOST)"
+        else:
+            what = f"{'a / b' if self.log_ratio else 'Δ'} {self.claim} {1 if self.log_ratio else 0} (one-sided)"
         return (f"each of {len(self.members)}: " if len(self.members) > 1 else "") + what
 
     def deciding(self, level=None):
@@ -440,12 +443,24 @@ class Verdict:
     def numbers(self):
         """'-3.1 [-6.0, -0.2] points (95% CI; one-sided 95% upper bound -0.8; seeds x test examples ..., df 8)':
         the estimate, its two-sided 95% interval, and the bound or interval the pre-declared test reads."""
+        if self.label.startswith("awaiting"):
+            return f"no number yet ({self.diff.how})"
         if not self.diff.known:
             return f"{self._scaled(self.diff.estimate):+.1f} {self.unit} ({self.diff.how}: no noise estimate)"
         low, high = self.diff.ci(LEVEL)
         member = f"deciding: {self.decided_by}; " if self.decided_by else ""
         return (f"{self._scaled(self.diff.estimate):+.1f} [{self._scaled(low):+.1f}, {self._scaled(high):+.1f}] "
                 f"{self.unit} ({LEVEL:.0%} CI; {member}{self.decides_text(ALPHA)}; {self.estimator()})")
+
+    def size(self):
+        """'3 seeds x 1,443 examples', '1,442 examples', '3 runs each': what the estimate averages over."""
+        design = self.diff.design
+        if isinstance(design, Crossed):
+            return (f"{design.seeds} seeds x {design.examples:,} examples" if design.seeds > 1 else
+                    f"{design.examples:,} examples")
+        if isinstance(design, Arms):
+            return f"{self.diff.n} runs each"
+        return f"n = {self.diff.n}" if self.diff.n else "—"
 
     def paper_text(self):
         if self.paper_value is None:
@@ -504,7 +519,7 @@ def _read(claim, members, level, margin, paper_value):
 
 
 def verdict(diffs, claim, paper, margin=MARGIN, unit="points", paper_value=None, at_budget=False, grid_end="",
-            names=(), log_ratio=False):
+            names=(), log_ratio=False, split=""):
     """Judge a paper's claim about a - b, declared before the data, on our differences `diffs` (one Difference,
     or one per member of a claim that holds only when each member does). Only the declared test gives p:
 
@@ -532,39 +547,39 @@ def verdict(diffs, claim, paper, margin=MARGIN, unit="points", paper_value=None,
         raise ValueError("verdict() needs at least one Difference; a claim of several comparisons gives each")
     label, p, decider = _read(claim, members, ALPHA, margin, paper_value)
     return Verdict(claim, label, paper, decider, margin, unit, paper_value, p, at_budget, grid_end, members,
-                   tuple(names), log_ratio=log_ratio)
+                   tuple(names), log_ratio=log_ratio, split=split)
 
 
-def awaiting(claim, paper, what, margin=MARGIN, unit="points", paper_value=None):
-    """A declared claim whose data do not exist yet (what: 'held-out scoring'): no verdict, no p-value; it
-    counts in Holm's family all the same, which was fixed before the data."""
-    return Verdict(claim, f"awaiting {what}", paper, Difference(math.nan, math.nan, math.nan, 0, f"awaiting {what}"),
-                   margin, unit, paper_value)
+def awaiting(claim, paper, what, reason="", margin=MARGIN, unit="points", paper_value=None, split=""):
+    """A declared claim whose data do not exist yet (what: 'held-out scoring'; reason: why): no verdict, no
+    p-value; it counts in Holm's family all the same, which was fixed before the data."""
+    return Verdict(claim, f"awaiting {what}", paper, Difference(math.nan, math.nan, math.nan, 0, reason or what),
+                   margin, unit, paper_value, split=split)
 
 
 def holm(verdicts, alpha=ALPHA):
     """The verdicts after Holm's step-down correction over all of them (Holm 1979): the k-th smallest p-value is
-    compared with alpha / (m - k + 1), and once one fails every larger one fails too. Each claim's adjusted
-    p-value (holm_p) gives its level, alpha x p / holm_p (its test rejects exactly when holm_p < alpha), and
-    its label is read again there: its own test and its two-sided intervals alike. Claims without a p-value
-    (no noise estimate, awaiting data) count in m and keep their label; checks are not hypotheses and must not
-    be passed in."""
+    compared with alpha / (m - k + 1), and once one fails every larger one fails too. Each claim is read again at
+    its own level, alpha / (m - k + 1), lowered to alpha x p / holm_p where a smaller p-value's failure holds it
+    back (so that its test rejects exactly when its adjusted p-value holm_p is below alpha): its own test and
+    its two-sided intervals alike. Claims without a p-value (no noise estimate, awaiting data) count in m and
+    keep their label; checks are not hypotheses and must not be passed in."""
     verdicts = list(verdicts)
     if any(v.check for v in verdicts):
         raise ValueError("holm() corrects tested claims only; report exact checks apart (Verdict.check)")
     m = len(verdicts)
     order = sorted(range(m), key=lambda i: (math.isnan(verdicts[i].p), verdicts[i].p))
-    adjusted, running = [math.nan] * m, 0.0
+    adjusted, levels, running = [math.nan] * m, [math.nan] * m, 0.0
     for rank, i in enumerate(order):
         p = verdicts[i].p
         running = max(running, min(1.0, (m - rank) * p)) if not math.isnan(p) else math.nan
         adjusted[i] = running
+        levels[i] = min(alpha / (m - rank), alpha * p / running if running > 0 else alpha)
     out = []
-    for v, p_adj in zip(verdicts, adjusted):
+    for v, p_adj, level in zip(verdicts, adjusted, levels):
         if math.isnan(p_adj) or not v.members:
             out.append(replace(v, holm_p=p_adj))
             continue
-        level = alpha * v.p / p_adj if p_adj > 0 else alpha / m
         label, _, decider = _read(v.claim, v.members, level, v.margin, v.paper_value)
         out.append(replace(v, label=label, diff=decider, level=level, holm_p=p_adj))
     return out

@@ -111,7 +111,7 @@ def test_a_claim_of_several_comparisons_is_an_intersection_union_test():
     open_ = stats.Difference(0.0, 0.01, math.inf, 1, "")  # TOST p = P(Z < -1.5) = 0.0668: not shown
     no = stats.Difference(0.05, 0.002, math.inf, 1, "")  # 95% CI [4.6, 5.4] points: beyond the margin
     both = stats.verdict([yes, yes], "==", "p")
-    assert both.label == "reproduced" and both.hypothesis() == "each of 2: |Δ| < 1.5 points (TOST)"
+    assert both.label == "reproduced" and both.hypothesis() == "each of 2: Δ within ±1.5 points (TOST)"
     mixed = stats.verdict([yes, open_], "==", "p", names=("a", "b"))
     # the claim's p is its worst member's, and that member is the one printed
     assert mixed.label == "inconclusive" and mixed.p == pytest.approx(0.0668072, abs=1e-6)
