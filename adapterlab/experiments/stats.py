@@ -534,7 +534,7 @@ def verdict(diffs, claim, paper, margin=MARGIN, unit="points", paper_value=None,
                       the direction is shown, and the paper's number (or the margin) lies above / below it;
       reversed        the test does not reject, and a member's two-sided 1 - alpha/k interval (k members:
                       Bonferroni) lies on the other side of zero;
-      not reproduced  likewise, a member's interval lies below the margin on the claimed side ("=="': outside
+      not reproduced  likewise, a member's interval lies below the margin on the claimed side ("==": outside
                       +-margin): no difference worth seeing, or none the equivalence allows;
       inconclusive    otherwise.
     A cost ratio is judged on log_ratio differences with margin log(1 + COST_MARGIN) and unit "%".
