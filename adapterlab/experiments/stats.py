@@ -452,6 +452,16 @@ class Verdict:
         return (f"{self._scaled(self.diff.estimate):+.1f} [{self._scaled(low):+.1f}, {self._scaled(high):+.1f}] "
                 f"{self.unit} ({LEVEL:.0%} CI; {member}{self.decides_text(ALPHA)}; {self.estimator()})")
 
+    def interval(self):
+        """'-1.0 [-2.0, +0.1] points; one-sided 95% upper bound +0.2': the estimate, its 95% interval (and the
+        member that decides) and the bound the declared test reads at 5%; the numbers alone without noise."""
+        if not self.diff.known:
+            return self.numbers()
+        low, high = self.diff.ci(LEVEL)
+        member = f"; deciding: {self.decided_by}" if self.decided_by else ""
+        return (f"{self._scaled(self.diff.estimate):+.1f} [{self._scaled(low):+.1f}, {self._scaled(high):+.1f}] "
+                f"{self.unit}{member}; {self.decides_text(ALPHA)}")
+
     def size(self):
         """'3 seeds x 1,443 examples', '1,442 examples', '3 runs each': what the estimate averages over."""
         design = self.diff.design

@@ -40,17 +40,6 @@ def checks(rows):
     return [row for row in rows if row[2].check]
 
 
-def _interval(v):
-    """'-1.0 [-2.0, +0.1] points; one-sided 95% upper bound +0.2': the estimate, its 95% interval and the bound
-    the declared test reads at 5%."""
-    if not v.diff.known:
-        return v.numbers()
-    low, high = v.diff.ci()
-    member = f"; deciding: {v.decided_by}" if v.decided_by else ""
-    return (f"{v._scaled(v.diff.estimate):+.1f} [{v._scaled(low):+.1f}, {v._scaled(high):+.1f}] {v.unit}{member}; "
-            f"{v.decides_text(stats.ALPHA)}")
-
-
 def _after_holm(h):
     """'inconclusive (...) (Holm p 0.196; one-sided 99.8% upper bound +0.4)': the corrected verdict, its adjusted
     p-value and the bound its test reads at the claim's Holm level."""
@@ -68,7 +57,7 @@ def claims_table(rows):
            "the test's bound | verdict | after Holm | paper |", "|---|---|---|---|---|---|---|---|---|"]
     for stem, title, v, h in corrected(rows):
         out.append(f"| {stem} | {title} | {v.hypothesis()} | {v.split}, {v.size()} | {v.estimator()} | "
-                   f"{_interval(v)} | {v} | {_after_holm(h)} | {v.paper_text()} |")
+                   f"{v.interval()} | {v} | {_after_holm(h)} | {v.paper_text()} |")
     return out
 
 

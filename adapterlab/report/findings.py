@@ -227,22 +227,35 @@ def _spans(d, split):
     return bits, value
 
 
+def span_members(d, claim):
+    """(Differences, names) of a declared 04 claim's members on one task's table, paired by example on the
+    table's own split: span a's score minus span b's (claims.py names them: "lower half removed", "majority
+    class", ...), or each layer removed alone against none removed."""
+    n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
+    bits, _ = _spans(d, split)
+    half = layers // 2
+    span = {"none removed": None, "lower half removed": (0, half - 1), "upper half removed": (half, layers - 1),
+            "all removed": (0, layers - 1), "majority class": "majority class"}
+    if claim.members:
+        return ([stats.by_example(bits(span[claim.b]), bits((i, i)), n, split) for i in range(layers)],
+                [f"layer {i}" for i in range(layers)])
+    return [stats.by_example(bits(span[claim.b]), bits(span[claim.a]), n, split)], []
+
+
 def _layer_removal(df, budget=None):
     lines, found = [], []
     for task, d in df.groupby("task", sort=False):
         full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
         n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
-        bits, value = _spans(d, split)
+        _, value = _spans(d, split)
         half = layers // 2
-        span = {"none removed": None, "lower half removed": (0, half - 1), "upper half removed": (half, layers - 1),
-                "all removed": (0, layers - 1), "majority class": "majority class"}
         worst = min(range(layers), key=lambda i: value((i, i)))
         lines += [f"**Layer removal, {task}** (one run, its spans scored on the {split} split, {n:,} examples; "
                   f"sampling SE of one score {pts(math.sqrt(full * (1 - full) / n))} points; "
                   f"{unconverged(d.head(1)).replace('runs', 'run')}):",
-                  f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value(span['lower half removed']))}, "
-                  f"upper half ({half}–{layers - 1}) removed {pts(value(span['upper half removed']))}, all removed "
-                  f"{pts(value(span['all removed']))}; majority class {pts(base)}.",
+                  f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value((0, half - 1)))}, "
+                  f"upper half ({half}–{layers - 1}) removed {pts(value((half, layers - 1)))}, all removed "
+                  f"{pts(value((0, layers - 1)))}; majority class {pts(base)}.",
                   "- one layer removed, minus every adapter: " + ", ".join(
                       f"layer {i} {pts(value((i, i)) - full, True)}" for i in range(layers))
                   + f" points (at worst layer {worst}; no interval: the worst of {layers} is chosen by the data)."]
@@ -255,15 +268,7 @@ def _layer_removal(df, budget=None):
                                                                c.paper_value, c.split))
                       for c in declared.of("layer_removal")]
             continue
-
-        def removed(a, b):  # span a's score minus span b's, paired by example
-            return stats.by_example(bits(span[b] if b in span else b), bits(span[a] if a in span else a), n, split)
-        for claim in declared.of("layer_removal"):
-            if claim.members:  # each layer removed on its own, against none removed
-                diffs = [removed((i, i), claim.b) for i in range(layers)]
-                found.append(judge(claim, diffs, [f"layer {i}" for i in range(layers)], **fields))
-            else:
-                found.append(judge(claim, [removed(claim.a, claim.b)], **fields))
+        found += [judge(claim, *span_members(d, claim), **fields) for claim in declared.of("layer_removal")]
     return lines + _verdict_lines(found), found
 
 
@@ -282,8 +287,8 @@ def _init_scale(df, budget=None):
         by = {std: g.set_index("seed")["value"] for std, g in d.groupby("init_std")}
         ref = min(by)
         collapsed = {std: int((v - base < stats.COLLAPSE).sum()) for std, v in by.items()}
-        lines += [f"**Init scale, {task}** ({d['split'].iloc[0]} accuracy, the figure's, in the lines below; the claims "
-                  f"on the test split; {_seeds(d)} seed(s), {unconverged(d)}; majority class {pts(base)}):",
+        lines += [f"**Init scale, {task}** ({d['split'].iloc[0]} accuracy, the figure's, in the lines below; the "
+                  f"claims on the test split; {_seeds(d)} seed(s), {unconverged(d)}; majority class {pts(base)}):",
                   "- seed mean per std: " + ", ".join(f"{s:.0e} {pts(v.mean())}" for s, v in sorted(by.items())) + ".",
                   "- seed median per std: "
                   + ", ".join(f"{s:.0e} {pts(v.median())}" for s, v in sorted(by.items())) + ".",
@@ -429,7 +434,8 @@ def _low_resource(df, budget=None):
                                        task=task, size=size))
         unconverged_runs = ~d["converged"].astype(bool)
         if unconverged_runs.any():
-            per = ", ".join(f"{m} {unconverged_runs[g.index].sum()} of {len(g)}" for m, g in d.groupby("method", sort=False))
+            per = ", ".join(f"{m} {unconverged_runs[g.index].sum()} of {len(g)}"
+                            for m, g in d.groupby("method", sort=False))
             lines.append(f"- not converged (rule {rules.CONVERGENCE_RULE_VERSION}), by method: {per}; a gap that "
                          "involves such runs is the gap at this budget, not at convergence.")
     return lines + _verdict_lines(found), found
