@@ -118,7 +118,7 @@ def report(profile="default"):
                 f"±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats). A claim's own test "
                 f"gives the p-value Holm's correction adjusts; \"reversed\" and \"not reproduced\" are read from the "
                 f"two-sided interval at the same level; with several members, every member must hold (the largest "
-                f"p-value decides) and the opposite readings take the level over the members (Bonferroni):", "",
+                f"p-value decides) and the opposite readings divide the level among the members (Bonferroni):", "",
                 *claims_table(rows), ""]
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
