@@ -1,6 +1,6 @@
 """FINDINGS.md and the README's table of claims: every training notebook's reading (findings.py) together,
-each paper claim's verdict before and after Holm's correction over all of them, and what the whole study
-costs from scratch, summed from the stored runs.
+each declared paper claim (claims.py) with its verdict before and after Holm's correction over all the tested
+claims, the exact checks apart, and what the whole study costs from scratch, summed from the stored runs.
 
     python -m adapterlab.report.document --profile default --write   # FINDINGS.md and the README's claims table
     print(document.report("default"))                                 # the same text, printed
@@ -28,20 +28,44 @@ them. How the runs were made and judged, and every change to those rules, is in 
 
 
 def corrected(rows):
-    """[(notebook, claim, verdict, verdict after Holm's correction over all the rows' claims)]."""
-    after = stats.holm([v for _, _, v in rows])
-    return [(stem, title, v, h) for (stem, title, v), h in zip(rows, after)]
+    """[(notebook, claim, verdict, verdict after Holm's correction over every tested claim of the rows)]: the
+    exact checks are no hypotheses and stay out (checks)."""
+    tested = [row for row in rows if not row[2].check]
+    after = stats.holm([v for _, _, v in tested])
+    return [(stem, title, v, h) for (stem, title, v), h in zip(tested, after)]
+
+
+def checks(rows):
+    """[(notebook, claim, verdict)] of the exact checks among the rows."""
+    return [row for row in rows if row[2].check]
+
+
+def _after_holm(h):
+    """'inconclusive (...) (Holm p 0.196; one-sided 99.8% upper bound +0.4)': the corrected verdict, its adjusted
+    p-value and the bound its test reads at the claim's Holm level."""
+    if math.isnan(h.holm_p):
+        return str(h)
+    return f"{h} (Holm p {h.holm_p:.3f}; {h.decides_text()})" if h.diff.known else f"{h} (Holm p {h.holm_p:.3f})"
 
 
 def claims_table(rows):
-    """A markdown table of (notebook, claim, verdict): the closing list of every paper claim, each verdict
-    before and after Holm's correction (with its adjusted p-value), the interval that decides it and the
-    paper's own number."""
-    out = ["| notebook | claim | verdict | after Holm | here: estimate [interval] | paper |",
-           "|---|---|---|---|---|---|"]
+    """A markdown table of the tested claims: each one's hypothesis as declared before the data, the split and
+    what it averages over, the estimator with its degrees of freedom, the estimate with its 95% interval and the
+    bound its test reads, the verdict before and after Holm's correction (adjusted p, and the bound at the
+    corrected level) and the paper's own number."""
+    out = ["| notebook | claim | declared hypothesis (5%) | split, n | estimator | here: estimate [95% CI]; "
+           "the test's bound | verdict | after Holm | paper |", "|---|---|---|---|---|---|---|---|---|"]
     for stem, title, v, h in corrected(rows):
-        adjusted = "" if math.isnan(h.holm_p) else f" (p {h.holm_p:.3f})"
-        out.append(f"| {stem} | {title} | {v} | {h}{adjusted} | {v.numbers()} | {v.paper_text()} |")
+        out.append(f"| {stem} | {title} | {v.hypothesis()} | {v.split}, {v.size()} | {v.estimator()} | "
+                   f"{v.interval()} | {v} | {_after_holm(h)} | {v.paper_text()} |")
+    return out
+
+
+def checks_table(rows):
+    """A markdown table of the exact checks: what was measured, how, the result and the paper's number."""
+    out = ["| notebook | check | measured on | here | result | paper |", "|---|---|---|---|---|---|"]
+    out += [f"| {stem} | {title} | {v.split} | {v.numbers()} | {v} | {v.paper_text()} |"
+            for stem, title, v in checks(rows)]
     return out
 
 
@@ -61,8 +85,9 @@ def readings(profile="default", root=None):
         df = load(profile, family, root)
         if df is None or df.empty:
             continue
-        lines, found = READERS[family](df)
-        lines += budget_control(load(profile, f"{family}_budget_control", root))
+        budget = load(profile, f"{family}_budget_control", root)
+        lines, found = READERS[family](df, budget)
+        lines += budget_control(budget)
         seconds, runs, what = provenance.from_scratch(profile, family, root)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
@@ -71,11 +96,16 @@ def readings(profile="default", root=None):
 
 
 def tally(rows):
-    """'26 claims, after Holm's correction over all of them: 2 reproduced, ...' of [(notebook, claim, Verdict)]:
-    the headline counts the corrected verdicts."""
-    counts = Counter(h.label for *_, h in corrected(rows))
-    return (f"{len(rows)} claims, after Holm's correction over all of them: "
-            + ", ".join(f"{counts[k]} {k}" for k in stats.VERDICTS if counts[k]))
+    """'28 tested claims, after Holm's correction over all of them: 2 reproduced, ...; 3 exact checks: ...' of
+    [(notebook, claim, Verdict)]: the headline counts the corrected verdicts, and the checks apart."""
+    tested = corrected(rows)
+    counts = Counter(h.label for *_, h in tested)
+    labels = [*stats.VERDICTS, *sorted(set(counts) - set(stats.VERDICTS))]  # then "awaiting ..."
+    done = Counter(v.label for *_, v in checks(rows))
+    return (f"{len(tested)} tested claims, after Holm's correction over all of them: "
+            + ", ".join(f"{counts[k]} {k}" for k in labels if counts[k])
+            + (f"; {sum(done.values())} exact checks, outside it: " + ", ".join(f"{n} {k}" for k, n in done.items())
+               if done else ""))
 
 
 def report(profile="default"):
@@ -83,9 +113,16 @@ def report(profile="default"):
     numbers behind it, and the cost of making it all from scratch."""
     out, rows = readings(profile)
     if rows:
-        out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}"
-                + f"; margin ±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats):", "",
+        out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}; each hypothesis, "
+                f"its split and its members declared before the data in adapterlab.report.claims; margin "
+                f"±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats). A claim's own test "
+                f"gives the p-value Holm's correction adjusts; \"reversed\" and \"not reproduced\" are read from the "
+                f"two-sided interval at the same level; with several members, every member must hold (the largest "
+                f"p-value decides) and the opposite readings divide the level among the members (Bonferroni):", "",
                 *claims_table(rows), ""]
+        if checks(rows):
+            out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
+                    "", *checks_table(rows), ""]
     out.append(total_time(profile))
     return "\n".join(out).strip() + "\n"
 
@@ -120,8 +157,12 @@ def claims_summary(profile="default"):
     """The README's short table: each paper claim and its verdict, the full numbers being in FINDINGS.md."""
     rows = readings(profile)[1]
     out = [f"{tally(rows)} (margin ±{stats.MARGIN * 100:g} points, fixed in advance).", "",
-           "| notebook | claim | verdict | after Holm | paper |", "|---|---|---|---|---|"]
-    out += [f"| {stem} | {title} | {v} | {h} | {v.paper_text()} |" for stem, title, v, h in corrected(rows)]
+           "| notebook | claim | declared hypothesis | split | verdict | after Holm | paper |",
+           "|---|---|---|---|---|---|---|"]
+    out += [f"| {stem} | {title} | {v.hypothesis()} | {v.split} | {v} | {h} | {v.paper_text()} |"
+            for stem, title, v, h in corrected(rows)]
+    out += [f"| {stem} | {title} | {v.hypothesis()} | {v.split} | {v} | (a check, outside Holm) | {v.paper_text()} |"
+            for stem, title, v in checks(rows)]
     return "\n".join(out) + "\n"
 
 

@@ -1,31 +1,30 @@
-"""The findings of every training notebook, read from its tidy CSV: each paper claim with a verdict, our paired
-confidence interval and the paper's own number.
+"""The findings of every training notebook, read from its tidy CSV: each paper claim declared in claims.py,
+measured on its declared split and judged, with our interval and the paper's own number.
 
 Every number that the notebooks' "Reading the result" cells, FINDINGS.md and the README's table of claims
 state comes from here, so no text can contradict the data:
 
     from adapterlab.report import findings
-    print("\\n".join(findings.init_scale(df)))   # markdown lines for one family's DataFrame
-    findings.claims("init_scale", df)            # [(claim, stats.Verdict)]: what the lines judge
-    findings.budget_control(budget)              # the family's budget controls, judged by budget rule 3
+    print("\\n".join(findings.init_scale(df, budget)))   # markdown lines for one family's table
+    findings.claims("init_scale", df, budget)           # [(claim, stats.Verdict)]: what the lines judge
+    findings.budget_control(budget)                     # the family's budget controls, judged by budget rule 3
 
 Every reading together, as FINDINGS.md and the README's table of claims: adapterlab.report.document.
 
-The statistics are adapterlab.experiments.stats's, and only those: runs that share a seed (and so a subset and a data
-order) are compared paired by seed; a claim gets "reproduced", "not reproduced", "reversed" or "inconclusive
-(could detect >= X points)"; "flat", "equal" and "on par" are said only when the equivalence test puts the
-difference inside stats.MARGIN (1.5 points). Convergence is the verdict each run was trained under (the
-table's `converged` and `rule_version`); rows judged by an older rule are re-judged under the current one in
-plain sight ("re-verdict under rule 3: X of Y"), never relabelled.
+The statistics are adapterlab.experiments.stats's, and only those: runs that share a seed (and so a subset and a
+data order) are compared paired by seed and by example, their interval carrying the noise of the seeds and of
+the examples (crossed random effects); a claim's hypothesis, split and members are the ones claims.py declares,
+whatever the data show. Convergence is the verdict each run was trained under (the table's `converged`, stamped
+by the current rule). `budget` is the family's budget-control table: a claim is judged "at this budget" unless
+its own control holds (without the table, every claim that can move with the budget is).
 """
 import math
-from collections import Counter
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from ..experiments import profiles, rules, stats
+from . import claims as declared
 from . import labels
 
 
@@ -34,19 +33,18 @@ def pts(value, signed=False):
     return f"{value * 100:{'+' if signed else ''}.1f}"
 
 
-def by_seed(d, a, b, column="label"):
-    """a - b over the seeds both sides have (the rows whose `column` is a against those where it is b). With
-    the per-example bits of the split `value` is scored on: stats.two_level, whose interval carries the noise
-    of the seeds and of the examples; without them: stats.paired on the scores, the seeds' noise only (its
-    `how` says so)."""
-    split = d["split"].iloc[0] if "split" in d and len(d) else "test"
+def by_seed(d, a, b, column="label", split=declared.TEST):
+    """a - b over the seeds both sides have (the rows whose `column` is a against those where it is b), from
+    each run's per-example correctness on `split` (its `<split>_correct` bits): stats.two_level, whose interval
+    carries the noise of the seeds and of the examples."""
     bits, count = f"{split}_correct", f"{split}_examples"
     ra, rb = (d[d[column] == x].drop_duplicates("seed").set_index("seed") for x in (a, b))
     seeds = ra.index.intersection(rb.index).sort_values()
-    if bits in d and len(seeds) and all(isinstance(x, str) for x in [*ra.loc[seeds, bits], *rb.loc[seeds, bits]]):
-        return stats.two_level(list(rb.loc[seeds, bits]), list(ra.loc[seeds, bits]), int(ra[count].iloc[0]))
-    diff = stats.paired(ra.loc[seeds, "value"].to_numpy(), rb.loc[seeds, "value"].to_numpy())
-    return replace(diff, how=diff.how + ", seeds only (no per-example record)")
+    if bits not in d or not len(seeds) or not all(isinstance(x, str) for x in
+                                                  [*ra.loc[seeds, bits], *rb.loc[seeds, bits]]):
+        raise ValueError(f"the table has no per-example {split} record ({bits}) of {a} and {b} on a seed they "
+                         "share; rebuild it from the store (report.tables), whose records keep each run's bits")
+    return stats.two_level(list(rb.loc[seeds, bits]), list(ra.loc[seeds, bits]), int(ra[count].iloc[0]), split)
 
 
 def _grid_end(lr, grid):
@@ -63,14 +61,13 @@ def at_grid_end(rows, column="label"):
                      if _grid_end(g["lr"].iloc[0], g["lr_grid"].iloc[0]))
 
 
-def judge(d, a, b, claim, paper, paper_value=None, column="label"):
-    """The verdict on a claim about a - b, paired by seed, with what qualifies it: "at this budget" when a run
-    behind it is not converged (rule 3), and the settings whose rate sits at an end of its grid."""
-    rows = d[d[column].isin((a, b))]
-    verdicts, _ = current_verdicts(rows)
-    unconverged_here = verdicts is not None and not verdicts.all()
-    return stats.verdict(by_seed(d, a, b, column), claim, paper, paper_value=paper_value,
-                         at_budget=unconverged_here, grid_end=at_grid_end(rows, column))
+def judge(claim, diffs, names=(), held=False, grid_end="", **fields):
+    """(title, Verdict) of a declared claim on its members' differences: its title filled from `fields`, its
+    verdict "at this budget" unless the claim cannot move with the budget or its own control `held`."""
+    verdict = stats.verdict(diffs, claim.hypothesis, claim.paper, claim.margin, claim.unit, claim.paper_value,
+                            at_budget=claim.budget and not held, grid_end=grid_end, names=names,
+                            log_ratio=claim.log_ratio, split=claim.split)
+    return claim.says.format(**fields), verdict
 
 
 def ci_text(diff):
@@ -93,37 +90,26 @@ def chosen_text(lr, grid):
 # ----------------------------------------------------------------------------- convergence
 
 def unconverged(df):
-    """What the table says about convergence: the stored verdicts under the rule each run was trained with
-    (`rule_version`), and, where a row was judged by an older rule, its re-verdict under the current rule
-    (rules.converged on the row's plateau_gain, plateau_se, final_train_loss and class_entropy), said as such."""
-    if "converged" not in df:
-        return "these results predate the convergence record"
-    current, n, stored = rules.CONVERGENCE_RULE_VERSION, len(df), df["converged"].astype(bool)
-    versions = df.get("rule_version", pd.Series(np.nan, index=df.index))
-    known = versions.dropna().astype(int)
-    if len(known) == n and (known == current).all():
-        return f"{stored.sum()} of {n} runs converged (rule {current})" + _why_not(df, stored)
-    under = [f"rule {v} for {c}" for v, c in sorted(Counter(known).items())]
-    if versions.isna().any():
-        under.append(f"rule version not recorded for {versions.isna().sum()}" if len(known) else
-                     "rule version not recorded in this table")
-    text = f"the table's verdicts: {stored.sum()} of {n} runs converged ({', '.join(under)})"
-    if "plateau_gain" in df:
-        again = converged_now(df)
-        text += f"; re-verdict under rule {current}: {again.sum()} of {n} converged"
-        if "class_entropy" not in df:
-            text += " (plateau clause only: the table has no class_entropy for the loss clause)"
-        text += _why_not(df, again)
-    return text
+    """What the table says about convergence: the verdicts the current rule stamped on each run, and why the
+    unconverged ones are not (the rule's two clauses)."""
+    current = rules.CONVERGENCE_RULE_VERSION
+    versions = sorted({int(v) for v in df["rule_version"].dropna()}) if "rule_version" in df else []
+    if "converged" not in df or versions != [current] or df["rule_version"].isna().any():
+        raise ValueError(f"the table's runs are not all judged by convergence rule {current} (rule versions "
+                         f"{versions or 'not recorded'}); rebuild it from records the current runner stamped "
+                         "(report.tables), retraining runs judged by an older rule")
+    stored = df["converged"].astype(bool)
+    return f"{stored.sum()} of {len(df)} runs converged (rule {current})" + _why_not(df, stored)
 
 
 def _why_not(df, verdicts):
-    """'; not converged: 16 still gaining or unmeasured, 2 with a final training loss >= ...' for the rows
-    that a rule-3 verdict (stored or re-judged) leaves unconverged."""
+    """'; not converged under rule 3: 16 still gaining or unmeasured, 2 with a final training loss >= ...' for
+    the rows the rule left unconverged: its plateau clause (rules.converged) failed, or its loss clause."""
     CONVERGENCE, current = rules.CONVERGENCE, rules.CONVERGENCE_RULE_VERSION
-    if verdicts.all() or "plateau_gain" not in df:
+    if verdicts.all():
         return ""
-    plateaued = pd.Series([stats.gain_below_margin(gain, se) for gain, se, _, _ in _rule_inputs(df)], index=df.index)
+    plateaued = pd.Series([stats.gain_below_margin(gain, se) for gain, se in zip(df["plateau_gain"],
+                                                                                  df["plateau_se"])], index=df.index)
     rising = int((~verdicts & ~plateaued).sum())  # the plateau clause failed: gain too large, or unmeasured
     parts = [f"{rising} still gaining or unmeasured (last-third gain + {CONVERGENCE['z']:.3f} paired SE ≥ "
              f"{CONVERGENCE['margin'] * 100:g} points)"] if rising else []
@@ -131,30 +117,6 @@ def _why_not(df, verdicts):
         parts.append(f"{int((~verdicts).sum()) - rising} with a final training loss ≥ "
                      f"{CONVERGENCE['loss_ratio']:g} x the class entropy")
     return f"; not converged under rule {current}: " + ", ".join(parts)
-
-
-def _rule_inputs(df):
-    """(gain, se, final loss, class entropy) per row, NaN where the table lacks a column."""
-    missing = pd.Series(np.nan, index=df.index)
-    return zip(*(df.get(c, missing) for c in ("plateau_gain", "plateau_se", "final_train_loss", "class_entropy")))
-
-
-def converged_now(df):
-    """Each row's verdict under the current rule (rules.converged on its columns): for counts by group."""
-    return pd.Series([rules.converged(*row) for row in _rule_inputs(df)], index=df.index, dtype=bool)
-
-
-def current_verdicts(df):
-    """(verdict per row, what they are): the stored verdicts when every row was judged by the current rule,
-    else the rows re-judged under it; (None, None) for a table without convergence columns."""
-    current = rules.CONVERGENCE_RULE_VERSION
-    if "converged" not in df:
-        return None, None
-    if "rule_version" in df and (df["rule_version"] == current).all():
-        return df["converged"].astype(bool), f"rule {current}"
-    if "plateau_gain" not in df:
-        return df["converged"].astype(bool), "the table's verdicts, rule version not recorded"
-    return converged_now(df), f"re-verdict under rule {current}"
 
 
 def _seeds(df):
@@ -165,80 +127,168 @@ def _verdict_lines(claims):
     return [f"- {title}: {v.text()}." for title, v in claims]
 
 
+# ----------------------------------------------------------------------------- budget controls
+
+def _moves(df):
+    """Per control arm of a budget-control table (tables.budget_control): (its rows, the reference's rows or
+    None, the seeds both have, the claim's move at twice the steps, budget rule 3's verdict on it)."""
+    if df is None or df.empty:
+        return
+    n = int(df["validation_examples"].iloc[0])
+    by_arm = {arm: g.set_index("seed") for arm, g in df.groupby("arm")}
+    single = int(df["arms"].iloc[0]) == 1
+    reference = None if single else by_arm.get(0)
+    for arm, g in sorted(by_arm.items()):
+        if not single and (arm == 0 or reference is None):
+            continue
+        seeds = g.index if reference is None else g.index.intersection(reference.index)
+        if not len(seeds):
+            continue
+        arms = [g.loc[seeds, "validation_correct"], g.loc[seeds, "validation_correct_2x"]]
+        if reference is not None:
+            arms += [reference.loc[seeds, "validation_correct"], reference.loc[seeds, "validation_correct_2x"]]
+        move = stats.claim_move(n, *(list(a) for a in arms))
+        yield g, reference, seeds, move, stats.budget_verdict(move)
+
+
+def controls(df):
+    """{(setting, reference setting): budget rule 3's verdict} of a family's budget controls, each arm named both
+    by its label and by its entry (its plan's words: "0.01", "('compacter++', 4000)"), so that a claim finds
+    its own control by either; {} without controls (a family of one arm controls no comparison)."""
+    out = {}
+    for g, reference, _, _, label in _moves(df):
+        if reference is not None:
+            for name in ("label", "entry"):
+                out[str(g[name].iloc[0]), str(reference[name].iloc[0])] = label
+    return out
+
+
+def _held(own, pairs):
+    """True when every (setting, reference) comparison of a claim has a budget control of its own that holds."""
+    return all(own.get((str(a), str(b))) == stats.HOLDS for a, b in pairs)
+
+
+def budget_control(df):
+    """Lines on a family's budget controls (tables.budget_control) under budget rule 3 (stats.budget_verdict):
+    each comparison a control measures (an entry minus the reference arm, the first entry; the entry itself when
+    it is the only one), its move at twice the steps on validation over the seeds both arms have, and whether it
+    holds. A control covers its own comparison and no other claim."""
+    moves = list(_moves(df))
+    if df is not None and not df.empty and not moves:
+        return ["- budget control: its reference arm is not trained yet, so no claim's move can be measured."]
+    # an arm is named by its setting's label, or by its entry where the labels do not tell arms apart (05's stds)
+    name_of = "label" if moves and df.groupby("arm")["label"].first().is_unique else "entry"
+    lines = []
+    for g, reference, seeds, move, label in moves:
+        name = str(g[name_of].iloc[0]) + ("" if reference is None else f" minus {reference[name_of].iloc[0]}")
+        low, high = move.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)
+        at_1x = (pts(g.loc[seeds, "value"].mean()) if reference is None else
+                 pts(g.loc[seeds, "value"].mean() - reference.loc[seeds, "value"].mean(), True))
+        lines.append(f"  - {name}: {at_1x} at {g['steps'].iloc[0]} steps; moves {pts(move.estimate, True)} at "
+                     f"{g['steps_2x'].iloc[0]} [90% CI {pts(low, True)}, {pts(high, True)}] ({move.how}): **{label}**")
+    if not lines:
+        return []
+    verdicts = [label for *_, label in moves]
+    held = sum(v == stats.HOLDS for v in verdicts)
+    verdict = (f"**{held} of {len(verdicts)} hold**" + ("" if stats.MOVES not in verdicts else
+                                                         "; **a control moves: its claim needs a larger budget**"))
+    head = (f"- budget control (rule {stats.BUDGET_RULE_VERSION}): a comparison's move at twice the steps, on the "
+            f"validation split, shown inside ±{stats.MARGIN * 100:g} points (90% interval); a control covers the "
+            f"comparison it measures and no other, and a claim without a control of its own that holds is judged "
+            f"at this budget; {verdict}:")
+    return [head, *lines]
+
+
+def _budget_rows(budget, task):
+    """The budget-control rows of one task (all of them when the table names no task)."""
+    if budget is None or budget.empty or "task" not in budget:
+        return budget
+    return budget[budget["task"] == task]
+
+
 # ----------------------------------------------------------------------------- 04 layer removal
 
-def _span_difference(d, n):
-    """(value, diff, paired): value(x) is span x's score, diff(x, y) span x's minus span y's on the same n
-    validation examples (a span: (first, last), or None for nothing removed), paired by example when the table
-    has the per-example bits (stats.by_example), else with the unpaired SE of two scores (stats.scores:
-    conservative)."""
+def _spans(d, split):
+    """(bits, value) of span x's per-example correct bits and score on the table's examples (x: (first, last),
+    None for nothing removed, "majority class" for the majority-class predictor), from the table's columns
+    correct, full_correct and majority_correct."""
     def row(x):
         return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
 
+    def bits(x):
+        column = {None: "full_correct", "majority class": "majority_correct"}.get(x)
+        if column is not None and column not in d:
+            raise ValueError(f"the layer-removal table scored on {split} has no {column}; score the spans with each "
+                             "example's correctness of the full model and of the majority-class predictor")
+        return d[column].iloc[0] if column else row(x)["correct"]
+
     def value(x):
         return float(d["full_value"].iloc[0] if x is None else row(x)["value"])
-
-    def bits(x):
-        return d["full_correct"].iloc[0] if x is None else row(x)["correct"]
-
-    paired = {"correct", "full_correct"} <= set(d) and d[["correct", "full_correct"]].notna().all(axis=None)
-
-    def diff(x, y):
-        return stats.by_example(bits(y), bits(x), n) if paired else stats.scores(value(x), value(y), n)
-    return value, diff, paired
+    return bits, value
 
 
-def _layer_removal(df):
-    lines, claims = [], []
+def span_members(d, claim):
+    """(Differences, names) of a declared 04 claim's members on one task's table, paired by example on the
+    table's own split: span a's score minus span b's (claims.py names them: "lower half removed", "majority
+    class", ...), or each layer removed alone against none removed."""
+    n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
+    bits, _ = _spans(d, split)
+    half = layers // 2
+    span = {"none removed": None, "lower half removed": (0, half - 1), "upper half removed": (half, layers - 1),
+            "all removed": (0, layers - 1), "majority class": "majority class"}
+    if claim.members:
+        return ([stats.by_example(bits(span[claim.b]), bits((i, i)), n, split) for i in range(layers)],
+                [f"layer {i}" for i in range(layers)])
+    return [stats.by_example(bits(span[claim.b]), bits(span[claim.a]), n, split)], []
+
+
+def _layer_removal(df, budget=None):
+    lines, found = [], []
     for task, d in df.groupby("task", sort=False):
         full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
-        n = int(d["eval_examples"].iloc[0])
-        layers = int(d["n_layers"].iloc[0]) if "n_layers" in d else int(d["last_layer"].max()) + 1
-        value, diff, paired = _span_difference(d, n)
+        n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
+        _, value = _spans(d, split)
         half = layers // 2
-        lower, upper, everything = (0, half - 1), (half, layers - 1), (0, layers - 1)
-        how = ("differences are paired by example (every span is scored on the same validation tweets)" if paired
-               else "differences use the unpaired SE of two scores, conservative: the spans' per-example record "
-                    "is not stored")
-        lines.append(f"**Layer removal, {task}** (one run; validation accuracy on {n:,} examples, sampling SE of one "
-                     f"score {pts(math.sqrt(full * (1 - full) / n))} points; {how}; "
-                     f"{unconverged(d.head(1)).replace('runs', 'run')}):")
-        lines.append(f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value(lower))}, "
-                     f"upper half ({half}–{layers - 1}) removed {pts(value(upper))}, all removed "
-                     f"{pts(value(everything))}; majority class {pts(base)}.")
-        singles = [stats.verdict(diff((i, i), None), "==", "") for i in range(layers)]
         worst = min(range(layers), key=lambda i: value((i, i)))
-        lines.append(f"- one layer removed: at worst {ci_text(diff((worst, worst), None))} points (layer {worst}).")
-        claims += [
-            (f"{task}: lower layers' adapters removable with a small loss (layers 0–{half - 1} removed vs none)",
-             stats.verdict(diff(lower, None), "==", "removing layers 0–4 of 12 barely affects MNLI (Houlsby Fig. 6)")),
-            (f"{task}: upper layers' adapters matter more (lower half removed minus upper half removed)",
-             stats.verdict(diff(lower, upper), ">", "removing layers 8–11 costs far more than 0–4 (Houlsby Fig. 6)")),
-            (f"{task}: any single layer's adapters removable (worst layer vs none)",
-             stats.all_of(singles, "at most 2 points for any single layer (Houlsby Fig. 6, diagonal)")),
-            (f"{task}: all adapters removed falls to the majority class",
-             stats.verdict(stats.scores(value(everything), base, n, b_exact=True), "==",
-                           "the majority class: 37% MNLI, 69% CoLA (Houlsby Fig. 6)")),
-        ]
-    return lines + _verdict_lines(claims), claims
+        lines += [f"**Layer removal, {task}** (one run, its spans scored on the {split} split, {n:,} examples; "
+                  f"sampling SE of one score {pts(math.sqrt(full * (1 - full) / n))} points; "
+                  f"{unconverged(d.head(1)).replace('runs', 'run')}):",
+                  f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value((0, half - 1)))}, "
+                  f"upper half ({half}–{layers - 1}) removed {pts(value((half, layers - 1)))}, all removed "
+                  f"{pts(value((0, layers - 1)))}; majority class {pts(base)}.",
+                  "- one layer removed, minus every adapter: " + ", ".join(
+                      f"layer {i} {pts(value((i, i)) - full, True)}" for i in range(layers))
+                  + f" points (at worst layer {worst}; no interval: the worst of {layers} is chosen by the data)."]
+        fields = dict(task=task, last_lower=half - 1)
+        if split == declared.SELECTION:
+            lines.append(f"- its claims await held-out scoring: the spans are scored on the {split} split, where the "
+                         "run's best state was chosen, which judges no claim.")
+            found += [(c.says.format(**fields), stats.awaiting(c.hypothesis, c.paper, f"{c.split} scoring",
+                                                               "spans scored on validation only", c.margin, c.unit,
+                                                               c.paper_value, c.split))
+                      for c in declared.of("layer_removal")]
+            continue
+        found += [judge(claim, *span_members(d, claim), **fields) for claim in declared.of("layer_removal")]
+    return lines + _verdict_lines(found), found
 
 
-def layer_removal(df):
-    """04's reading: markdown lines (one run: sampling noise of its scores, verdicts on Houlsby's Fig. 6)."""
-    return _layer_removal(df)[0]
+def layer_removal(df, budget=None):
+    """04's reading: markdown lines (one run: the scores of its spans, and verdicts on Houlsby's Fig. 6 once
+    the spans are scored on held-out examples)."""
+    return _layer_removal(df, budget)[0]
 
 
 # ----------------------------------------------------------------------------- 05 init scale
 
-def _init_scale(df, flat_below=1e-2):
-    lines, claims = [], []
+def _init_scale(df, budget=None):
+    lines, found = [], []
     for task, d in df.groupby("task", sort=False):
         base = d["baseline"].iloc[0]
         by = {std: g.set_index("seed")["value"] for std, g in d.groupby("init_std")}
         ref = min(by)
         collapsed = {std: int((v - base < stats.COLLAPSE).sum()) for std, v in by.items()}
-        lines += [f"**Init scale, {task}** (validation accuracy, {_seeds(d)} seed(s), {unconverged(d)}; majority "
-                  f"class {pts(base)}):",
+        lines += [f"**Init scale, {task}** ({d['split'].iloc[0]} accuracy, the figure's, in the lines below; the "
+                  f"claims on the test split; {_seeds(d)} seed(s), {unconverged(d)}; majority class {pts(base)}):",
                   "- seed mean per std: " + ", ".join(f"{s:.0e} {pts(v.mean())}" for s, v in sorted(by.items())) + ".",
                   "- seed median per std: "
                   + ", ".join(f"{s:.0e} {pts(v.median())}" for s, v in sorted(by.items())) + ".",
@@ -247,84 +297,29 @@ def _init_scale(df, flat_below=1e-2):
                   f"- collapsed runs (ending < {stats.COLLAPSE * 100:g} points above the majority class): "
                   + (", ".join(f"{n} of {len(by[s])} at {s:.0e}" for s, n in sorted(collapsed.items()) if n) or "none")
                   + "."]
-        small = sorted(s for s in by if s <= flat_below)
-        best = [by[s].max() for s in small]
-        if best:
-            lines.append(f"- best of the seeds for std ≤ {flat_below:.0e} spans {pts(max(best) - min(best))} points "
-                         "(descriptive: a maximum over seeds has no confidence interval).")
-
-        def pair(std, claim):  # this std minus the reference std, paired by seed
-            return judge(d, std, ref, claim, "", column="init_std")
-
-        flat = [pair(s, "==") for s in small if s != ref]
-        large = [pair(s, "<") for s in sorted(by) if s > flat_below]
-        if flat:
-            claims.append((f"{task}: seed means flat for std ≤ {flat_below:.0e} (each std minus std {ref:.0e}, "
-                           "paired by seed)", stats.all_of(flat, "within about 1 point of the best for std 1e-7 to 1e-2 "
-                                                            "on MNLI and CoLA (Houlsby Fig. 6, right)")))
-        if large:
-            claims.append((f"{task}: degrades for std > {flat_below:.0e} (each larger std minus std {ref:.0e})",
-                           stats.all_of(large, "degrades at 1e-1 and above, more on CoLA (Houlsby Fig. 6, right)")))
-    return lines + _verdict_lines(claims), claims
+        own = controls(_budget_rows(budget, task))
+        for claim in declared.of("init_scale"):
+            low, high = claim.within
+            stds = [s for s in sorted(by) if low < s <= high and s != ref]
+            if stds:  # each std in the claim's range minus the smallest, paired by seed
+                diffs = [by_seed(d, s, ref, "init_std", claim.split) for s in stds]
+                found.append(judge(claim, diffs, [f"{s:.0e}" for s in stds], _held(own, [(s, ref) for s in stds]),
+                                   task=task, ref=ref))
+    return lines + _verdict_lines(found), found
 
 
-def init_scale(df, flat_below=1e-2):
+def init_scale(df, budget=None):
     """05's reading: seed mean, median, best of seeds and collapses per std; verdicts on Fig. 6 (right)."""
-    return _init_scale(df, flat_below)[0]
+    return _init_scale(df, budget)[0]
 
 
 # ----------------------------------------------------------------------------- 06 parameters vs performance
 
-# (setting a, setting b, claim about a - b, the paper's words, the paper's number as a fraction or None where
-# it states only a direction); a setting is a `label`, or a method that has one. The number is the one closest
-# to our setting, a sentence classification: MNLI where the paper gives MNLI and CoLA, the GLUE mean otherwise
-PARAM_CLAIMS = [
-    ("layernorm", "full", "<", "LayerNorm only 3.5 (CoLA) to 4 (MNLI) points below full fine-tuning (Houlsby Fig. 4)",
-     -0.04),
-    ("top-k k=1", "full", "<", "top layer only 77.8 against 84.4 on MNLI (Houlsby Fig. 4)", -0.066),
-    ("top-k k=3", "full", "<", "fewer layers fine-tuned: GLUE score 'decreases dramatically' (Houlsby Fig. 3)", None),
-    ("houlsby m=64", "top-k k=1", ">", "adapters m=64 83.7 against the top layer's 77.8 on MNLI with a quarter of "
-                                       "the parameters (Houlsby Fig. 4)", 0.059),
-    ("houlsby m=64", "full", "==", "within 0.4 points of full fine-tuning on GLUE, 3.6% of the parameters "
-                                   "(Houlsby Table 1)", None),
-    ("compacter", "full", "==", "on par with full fine-tuning, 0.073% of the parameters (Compacter Table 1)", None),
-    ("compacter++", "full", "==", "on par with full fine-tuning, 0.047% of the parameters (Compacter Table 1)", None),
-    ("bitfit", "full", "<", "below full fine-tuning on GLUE (Compacter Table 1)", -0.0153),
-    ("prompt-tuning-R n=100", "full", "<", "Prompt Tuning 'lags behind fine-tuning substantially' (Compacter "
-                                           "§4, Table 1)", None),
-    ("prompt-tuning-T n=100", "full", "<", "Prompt Tuning 'lags behind fine-tuning substantially' (Compacter "
-                                           "§4, Table 1)", None),
-    ("head-only", "full", "<", "fine-tuning 'often enjoys better performance than feature-based transfer' "
-                               "(Houlsby §1; Table 2: 72.7 for its feature-based baseline against 73.7)", -0.010),
-]
-WORDS = {">": "above", "<": "below", "==": "on par with"}
-# the papers' differences smaller than the margin: no verdict a 1.5-point margin could give
-PARAM_UNTESTABLE = ("AdapterDrop −0.65, Adapter-LowRank −0.68 and Intrinsic-SAID −1.05 points against full "
-                    "(Compacter §4-5.5)")
-# Compacter 5.5's cost claims (T5-base on a 24 GB GPU; here process RSS and seconds on a CPU): (setting, cost
-# column, what is claimed, the paper's number). Judged on the ratio to full fine-tuning's cost, paired by seed,
-# against stats.COST_MARGIN.
-COST_CLAIMS = [
-    ("intrinsic-said", "peak_memory_mb", "more peak memory than full fine-tuning",
-     "more memory than T5-base fine-tuning on a GPU (Compacter §5.5)", 0.4114),
-    ("prompt-tuning-R n=100", "peak_memory_mb", "more peak memory than full fine-tuning",
-     "more memory than T5-base fine-tuning on a GPU (Compacter §5.5)", 0.2442),
-    ("intrinsic-said", "seconds_per_epoch", "more time per epoch than full fine-tuning",
-     "among the slowest to train (Compacter §5.5, Table 3)", None),
-    ("prompt-tuning-R n=100", "seconds_per_epoch", "more time per epoch than full fine-tuning",
-     "among the slowest to train (Compacter §5.5, Table 3)", None),
-]
-COST_WORDS = {"peak_memory_mb": "peak memory", "seconds_per_epoch": "time per epoch"}
-
-
-def cost_ratio(d, label, column):
-    """stats.paired of label's cost over full fine-tuning's on the same seed, minus one (a fraction: +0.25
-    is 25% more than full fine-tuning)."""
-    a = d[d["label"] == label].groupby("seed")[column].mean()
-    b = d[d["label"] == "full"].groupby("seed")[column].mean()
-    seeds = a.index.intersection(b.index).sort_values()
-    ratio = (a[seeds] / b[seeds]).to_numpy()
-    return stats.paired(ratio, np.ones_like(ratio))
+def cost_ratio(d, a, b, column):
+    """log(a's cost) - log(b's cost) over the runs of each (stats.log_ratio: unpaired, Welch): exp of it minus
+    one is a's cost relative to b's."""
+    return stats.log_ratio(d[d["label"] == a].groupby("seed")[column].mean(),
+                           d[d["label"] == b].groupby("seed")[column].mean())
 
 
 def _setting(d, name):
@@ -335,17 +330,11 @@ def _setting(d, name):
     return found[0] if len(found) == 1 else None
 
 
-def _param_performance(df):
-    lines, claims = [], []
+def _param_performance(df, budget=None):
+    lines, found = [], []
     for task, d in df.groupby("task", sort=False):
-        base = d["baseline"].iloc[0]
-        groups = [g["value"].to_numpy() for _, g in d.groupby("label", sort=False)]
         lines.append(f"**Parameters vs performance, {task}** (test accuracy, {_seeds(d)} seed(s), {unconverged(d)}; "
-                     f"majority class {pts(base)}):")
-        if len(groups) >= 2 and min(len(g) for g in groups) >= 2:
-            f, p = stats.anova(groups)
-            lines.append(f"- one-way ANOVA across the {len(groups)} settings: F = {f:.2f}, p = {p:.2f} "
-                         + ("(some setting differs)." if p < 0.05 else "(no setting shown to differ from the others)."))
+                     f"majority class {pts(d['baseline'].iloc[0])}):")
         for label, g in d.groupby("label", sort=False):
             grid = g["lr_grid"].iloc[0] if "lr_grid" in g else None
             lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + (
@@ -353,26 +342,28 @@ def _param_performance(df):
             vs = (f"; minus full, paired by seed: {ci_text(by_seed(d, label, 'full'))}"
                   if label != "full" and "full" in set(d["label"]) else "")
             lines.append(f"- {label}: {pts(g['value'].mean())}{lr}, {g['percent'].iloc[0]:.3f}% trained{vs}.")
-        for a, b, claim, paper, paper_value in PARAM_CLAIMS:
-            la, lb = _setting(d, a), _setting(d, b)
-            if la and lb:
-                claims.append((f"{task}: {la} {WORDS[claim]} {lb}", judge(d, la, lb, claim, paper, paper_value)))
-        for a, column, what, paper, paper_value in COST_CLAIMS:
-            la = _setting(d, a)
-            if la and "full" in set(d["label"]) and column in d:
-                claims.append((f"{task}: {la} needs {what} ({COST_WORDS[column]}, ratio to full minus one)",
-                               stats.verdict(cost_ratio(d, la, column), ">", paper, stats.COST_MARGIN, unit="%",
-                                             paper_value=paper_value)))
-        counts = Counter(v.label for _, v in claims)
+        own, mine = controls(_budget_rows(budget, task)), []
+        for claim in declared.of("param_performance"):
+            a, b = _setting(d, claim.a), _setting(d, claim.b)
+            if not (a and b) or (claim.column and claim.column not in d):
+                continue
+            if claim.column:
+                mine.append(judge(claim, [cost_ratio(d, a, b, claim.column)], task=task, a=a, b=b))
+                continue
+            rows = d[d["label"].isin((a, b))]
+            mine.append(judge(claim, [by_seed(d, a, b, split=claim.split)], held=_held(own, [(a, b)]),
+                              grid_end=at_grid_end(rows), task=task, a=a, b=b))
+        counts = {k: sum(v.label == k for _, v in mine) for k in stats.VERDICTS}
         lines.append("- the papers' separations here, before the correction over all claims: " + ", ".join(
-            f"{counts[k]} {k}" for k in stats.VERDICTS if counts[k]) + f" (of {len(claims)}); not tested, the papers' "
-            f"own difference being under the {stats.MARGIN * 100:g}-point margin: {PARAM_UNTESTABLE}.")
-    return lines + _verdict_lines(claims), claims
+            f"{counts[k]} {k}" for k in stats.VERDICTS if counts[k]) + f" (of {len(mine)}); not tested, the papers' "
+            f"own difference being under the {stats.MARGIN * 100:g}-point margin: {declared.UNTESTABLE}.")
+        found += mine
+    return lines + _verdict_lines(found), found
 
 
-def param_performance(df):
-    """06's reading: each setting against full fine-tuning paired by seed, an ANOVA, the papers' separations."""
-    return _param_performance(df)[0]
+def param_performance(df, budget=None):
+    """06's reading: each setting against full fine-tuning paired by seed, the papers' separations."""
+    return _param_performance(df, budget)[0]
 
 
 def efficiency(table):
@@ -412,14 +403,12 @@ def smallest_within(df, points=1.0):
     return close.idxmin() if len(close) else None
 
 
+
+
 # ----------------------------------------------------------------------------- 07 low resource
 
-LOW_RESOURCE_PAPER = "Compacter++ above T5-base fine-tuning in the low-resource setting (Compacter Fig. 4, GLUE " \
-                     "subsampled to 100-4,000)"
-
-
-def _low_resource(df):
-    lines, claims = [], []
+def _low_resource(df, budget=None):
+    lines, found = [], []
     for task, d in df.groupby("task", sort=False):
         lines.append(f"**Low resource, {task}** (test accuracy, {_seeds(d)} seed(s), every method on the same seeded "
                      f"subset, so differences are paired by seed; {unconverged(d)}; majority class "
@@ -430,54 +419,50 @@ def _low_resource(df):
                                  if "lr_grid" in g and isinstance(g["lr_grid"].iloc[0], str) else "")
                               for m, g in d.groupby("method", sort=False))
             lines.append(f"- learning rates: {rates}.")
+        own = controls(_budget_rows(budget, task))
         for size, g in d.groupby("train_size"):
+            size = int(size)
             means = ", ".join(f"{m} {pts(v['value'].mean())}" for m, v in g.groupby("method", sort=False))
             vs = "; ".join(f"{m} − full {ci_text(by_seed(g, m, 'full', 'method'))}"
                            for m in g["method"].unique() if m != "full" and "full" in set(g["method"]))
-            lines.append(f"- {int(size):,} examples: {means}" + (f"; paired by seed: {vs}" if vs else "") + ".")
-            if {"compacter++", "full"} <= set(g["method"]):
-                claims.append((f"{task}: Compacter++ above full fine-tuning at {int(size):,} examples",
-                               judge(g, "compacter++", "full", ">", LOW_RESOURCE_PAPER, column="method")))
-        verdicts, which = current_verdicts(d)
-        if verdicts is not None and not verdicts.all():
-            per = ", ".join(f"{m} {(~verdicts[g.index]).sum()} of {len(g)}" for m, g in d.groupby("method", sort=False))
-            lines.append(f"- not converged ({which}), by method: {per}; a gap that involves such runs is the gap at "
-                         "this budget, not at convergence.")
-    return lines + _verdict_lines(claims), claims
+            lines.append(f"- {size:,} examples: {means}" + (f"; paired by seed: {vs}" if vs else "") + ".")
+            for claim in declared.of("low_resource"):
+                if {claim.a, claim.b} <= set(g["method"]):
+                    found.append(judge(claim, [by_seed(g, claim.a, claim.b, "method", claim.split)],
+                                       held=_held(own, [((claim.a, size), (claim.b, size))]),
+                                       grid_end=at_grid_end(g[g["method"].isin((claim.a, claim.b))], "method"),
+                                       task=task, size=size))
+        unconverged_runs = ~d["converged"].astype(bool)
+        if unconverged_runs.any():
+            per = ", ".join(f"{m} {unconverged_runs[g.index].sum()} of {len(g)}"
+                            for m, g in d.groupby("method", sort=False))
+            lines.append(f"- not converged (rule {rules.CONVERGENCE_RULE_VERSION}), by method: {per}; a gap that "
+                         "involves such runs is the gap at this budget, not at convergence.")
+    return lines + _verdict_lines(found), found
 
 
-def low_resource(df):
+def low_resource(df, budget=None):
     """07's reading: per size, each method and its paired difference to full; verdicts on Compacter's Fig. 4."""
-    return _low_resource(df)[0]
+    return _low_resource(df, budget)[0]
 
 
 # ----------------------------------------------------------------------------- 08 a stream of tasks
 
-# The papers' words for what notebook 08 judges, and Houlsby's growth per task (a share of one model)
-PERFECT_MEMORY = ("frozen shared weights give 'perfect memory of previous tasks using a small number of task-specific "
-                  "parameters' (Houlsby et al. §4, on continual learning)")
-FORGETTING = ("a network re-trained on each new task forgets the earlier ones, catastrophic forgetting (Houlsby et "
-              "al. §4, on continual learning)")
-COMPACT = ("adapters add 3.6% of the parameters per task (Houlsby abstract), 1.3x the base model in all for nine "
-           "GLUE tasks against 9x for one fine-tuned copy per task (Table 1)")
-HOULSBY_GROWTH = 0.036
-
-
-def measured(estimate, claim, paper, how, n, margin=stats.MARGIN, unit="points", paper_value=None):
-    """The verdict on a difference measured without noise (file sizes; forgetting that hashes prove to be nil),
-    in stats.verdict's labels, decided by the number itself: the direction, the margin, then the paper's number
-    as printed (to 0.1). Its p-value is 0, since no sampling stands between the measurement and the claim, so
-    Holm's correction keeps it."""
+def measured(estimate, claim, how, n):
+    """The check of a declared claim measured without noise (file sizes; recall that hashes prove to be exact), in
+    stats.verdict's labels, decided by the number itself: the direction, the margin, then the paper's number as
+    printed (to 0.1). A check is no sampled hypothesis: it is reported apart from Holm's correction."""
     diff = stats.Difference(float(estimate), math.nan, math.nan, n, how)
-    if claim == "==":
-        label = "reproduced" if abs(estimate) < margin else "not reproduced"
+    if claim.hypothesis == "==":
+        label = "reproduced" if abs(estimate) < claim.margin else "not reproduced"
     else:
-        sign = 1 if claim == ">" else -1
+        sign = 1 if claim.hypothesis == ">" else -1
         shown = round(sign * estimate * 100, 1)  # the claimed direction made positive, as printed
-        paper_shown = None if paper_value is None else round(sign * paper_value * 100, 1)
-        label = ("reversed" if shown < 0 else "not reproduced" if shown < margin * 100 else
-                 "reproduced" if paper_shown in (None, shown) else stats.SMALLER if paper_shown > shown else stats.LARGER)
-    return stats.Verdict(claim, label, paper, diff, margin, unit, paper_value, p=0.0)
+        paper = None if claim.paper_value is None else round(sign * claim.paper_value * 100, 1)
+        label = ("reversed" if shown < 0 else "not reproduced" if shown < claim.margin * 100 else
+                 "reproduced" if paper in (None, shown) else stats.SMALLER if paper > shown else stats.LARGER)
+    return stats.Verdict(claim.hypothesis, label, claim.paper, diff, claim.margin, claim.unit, claim.paper_value,
+                         split=claim.split, check=True)
 
 
 def joined_bits(bits, counts):
@@ -566,8 +551,8 @@ def _converged_text(rows):
     return f"; converged: {counts}{budget}"
 
 
-def _stream(df):
-    lines, claims = [], []
+def _stream(df, budget=None):
+    lines, found = [], []
     orders, seeds = sorted(df["order"].unique()), sorted(df["seed"].unique())
     names, examples = df.groupby("order")["order_name"].first(), df.groupby("task")["test_examples"].first()
     tasks = len(names[orders[0]].split(" > "))
@@ -603,33 +588,26 @@ def _stream(df):
     lines.append(f"- adapters minus the fine-tuned copies over every task after the last arrival (order 1): "
                  f"{ci_text(gap)} points (95% CI, {gap.how})"
                  + _converged_text(pd.concat([rows for rows, _ in last.values()])) + ".")
+    memory, forgets, storage = declared.of("stream")
     for order in orders:
-        memory = stream_forgetting(df, "adapters", order)
-        proven = measured(memory.estimate, "==", PERFECT_MEMORY, "exact: the same frozen base and adapter files "
-                          "(sha256), bit-identical test logits", memory.n)
-        # perfect memory is proven where the hashes show the very same model; elsewhere its interval judges it
-        remembers = proven if recall[order].all() else stats.verdict(memory, "==", PERFECT_MEMORY)
-        # forgetting is measured on trained models, so unconverged sequential steps make it this budget's;
-        # perfect memory is proven from hashes, which no budget changes
-        steps = df[(df["learner"] == "sequential") & (df["order"] == order)]["converged"].dropna().astype(bool)
-        forgets = stats.verdict(stream_forgetting(df, "sequential", order), ">", FORGETTING,
-                                at_budget=not steps.all())
-        claims += [((f"order {order + 1}: adapters keep perfect memory (earlier tasks' accuracy after the last task "
-                     "minus right after their training)"), remembers),
-                   ((f"order {order + 1}: sequential fine-tuning forgets (earlier tasks' accuracy right after their "
-                     "training minus after the last task)"), forgets)]
-    storage = _growth(df, "adapters", orders[0]) - _growth(df, "copies", orders[0])
-    claims.append((("adapters store a small part of a model per task, a copy a whole model (bytes added per task, "
-                    "adapters minus copies, as a share of one fine-tuned model)"),
-                   measured(storage, "<", COMPACT, "exact: measured from the saved files", tasks - 1,
-                            stats.COST_MARGIN, "% of a model", HOULSBY_GROWTH - 1)))
-    return lines + _verdict_lines(claims), claims
+        kept = stream_forgetting(df, "adapters", order)
+        # perfect memory is a check where the hashes prove the very same model; without that proof it is not
+        # shown (a nil drop on a sample is no proof of none)
+        remembers = (measured(kept.estimate, memory, "exact: the same frozen base and adapter files (sha256), "
+                              "bit-identical test logits", kept.n) if recall[order].all() else
+                     stats.Verdict(memory.hypothesis, "inconclusive", memory.paper, kept, split=memory.split,
+                                   check=True))
+        found += [(memory.says.format(order=order + 1), remembers),
+                  judge(forgets, [stream_forgetting(df, "sequential", order)], order=order + 1)]
+    bill = _growth(df, "adapters", orders[0]) - _growth(df, "copies", orders[0])
+    found.append((storage.says, measured(bill, storage, "exact: measured from the saved files", tasks - 1)))
+    return lines + _verdict_lines(found), found
 
 
-def stream(df):
+def stream(df, budget=None):
     """08's reading (stream.csv): each learner's forgetting with its noise and its bill, exact recall, the serving
     cost, the adapters' gap to the copies; verdicts on Houlsby's online setting."""
-    return _stream(df)[0]
+    return _stream(df, budget)[0]
 
 
 # ----------------------------------------------------------------------------- every family
@@ -638,56 +616,12 @@ READERS = {"layer_removal": _layer_removal, "init_scale": _init_scale, "param_pe
            "low_resource": _low_resource, "stream": _stream}
 
 
-def claims(family, df):
+def claims(family, df, budget=None):
     """[(claim, stats.Verdict)] that a family's reading judges, in its order."""
-    return READERS[family](df)[1]
+    return READERS[family](df, budget)[1]
 
 
 def load(profile, family, root=None):
     """The family's CSV from <root>/data/results/<profile>/ (None when it is not there)."""
     path = profiles.results_dir(profile, root) / f"{family}.csv"
     return pd.read_csv(path) if path.is_file() else None
-
-
-def budget_control(df):
-    """Lines on a family's budget controls (tables.budget_control) under budget rule 3 (stats.budget_verdict):
-    each claim the controls stand for (an entry minus the reference arm, the first entry; the entry itself
-    when it is the only one), its move at twice the steps on validation over the seeds both arms have, and
-    the family's verdict: passes when every move is shown inside the margin."""
-    if df is None or df.empty:
-        return []
-    n = int(df["validation_examples"].iloc[0])
-    by_arm = {arm: g.set_index("seed") for arm, g in df.groupby("arm")}
-    single = int(df["arms"].iloc[0]) == 1
-    reference = None if single else by_arm.get(0)
-    # an arm is named by its setting's label, or by its entry where the labels do not tell arms apart (05's stds)
-    name_of = "label" if df.groupby("arm")["label"].first().is_unique else "entry"
-    lines, labels = [], []
-    for arm, g in sorted(by_arm.items()):
-        if not single and (arm == 0 or reference is None):
-            continue
-        seeds = g.index if reference is None else g.index.intersection(reference.index)
-        if not len(seeds):
-            continue
-        arms = [g.loc[seeds, "validation_correct"], g.loc[seeds, "validation_correct_2x"]]
-        if reference is not None:
-            arms += [reference.loc[seeds, "validation_correct"], reference.loc[seeds, "validation_correct_2x"]]
-        move = stats.claim_move(n, *(list(a) for a in arms))
-        label = stats.budget_verdict(move)
-        labels.append(label)
-        name = str(g[name_of].iloc[0]) + ("" if single else f" minus {reference[name_of].iloc[0]}")
-        low, high = move.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)
-        at_1x = (pts(g.loc[seeds, "value"].mean()) if single else
-                 pts(g.loc[seeds, "value"].mean() - reference.loc[seeds, "value"].mean(), True))
-        lines.append(f"  - {name}: {at_1x} at {g['steps'].iloc[0]} steps; moves {pts(move.estimate, True)} at "
-                     f"{g['steps_2x'].iloc[0]} [90% CI {pts(low, True)}, {pts(high, True)}] ({move.how}): **{label}**")
-    if not labels:
-        return ["- budget control: its reference arm is not trained yet, so no claim's move can be measured."]
-    verdict = ("**passes**: every claim's move is shown inside the margin" if set(labels) == {stats.HOLDS} else
-               "**does not pass: this family needs a larger budget** (a claim is shown to move by the margin or "
-               "more)" if stats.MOVES in labels else
-               "**not shown to pass**: a move could not be measured finely enough to lie inside the margin, so "
-               "the family's verdicts hold at this budget only")
-    head = (f"- budget control (rule {stats.BUDGET_RULE_VERSION}): each claim's difference at twice the steps, "
-            f"on the validation split, its move shown inside ±{stats.MARGIN * 100:g} points (90% interval); {verdict}:")
-    return [head, *lines]
