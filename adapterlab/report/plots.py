@@ -5,9 +5,12 @@
     save_figure(fig, name, profile, root)   <root>/figures/<profile>/<name>.png or .html, the same bytes every time
 
 Both draw exactly a View's marks and compute nothing: points with a 95% band (joined) or error bars,
-a ✕ in the series' colour (and legend entry) on each run that did not converge, reference lines, a
-heatmap. Artists carry gid (matplotlib) or meta (plotly) "series:<name>", "bad:<name>", "err:<name>",
-so tests/report/test_figure_parity.py can check that both show the same. HTML files share one plotly.js.
+a ✕ in the series' colour on each run that did not converge, reference lines, a heatmap. Both give
+the same two legends: beside the plot one entry per series and reference line, no taller than the
+plot; below it a key of what a mark means whatever its colour (one ✕ for every unconverged run, the
+marker areas). Artists carry gid (matplotlib) or meta (plotly) "series:<name>", "bad:<name>",
+"err:<name>", so tests/report/test_figure_parity.py can check that both show the same. HTML files
+share one plotly.js.
 """
 from pathlib import Path
 
@@ -28,6 +31,11 @@ ROW = 3  # views side by side in one PNG; more wrap onto further rows
 SYMBOLS = {"o": "circle", "s": "square", "D": "diamond", "^": "triangle-up", "v": "triangle-down", "P": "cross",
            "X": "x", "*": "star", "<": "triangle-left", ">": "triangle-right", "h": "hexagon", "p": "pentagon",
            "d": "diamond-tall", "H": "hexagon2", "8": "octagon"}
+NOT_CONVERGED = "a run that did not converge"  # the key's one ✕ stands for the ✕ of every series
+# the interactive figure, px: its least height, the room for its title and buttons, for the x label (plotly's
+# bottom margin), and the height of the key of marks below it (plotly widens the bottom margin by that much);
+# one legend entry at plotly's default font with no gap between groups
+HEIGHT, TOP, BOTTOM, KEY_ROOM, LEGEND_ROW = 560, 150, 80, 30, 20
 
 
 def save_figure(fig, name, profile, root=None):
@@ -54,7 +62,8 @@ def _names(figure, views, default):
 
 
 def png(figure, views=None):
-    """The named views side by side (ROW to a row) as a matplotlib Figure, with one legend outside the axes."""
+    """The named views side by side (ROW to a row) as a matplotlib Figure, the legend of their series beside
+    the axes and the key of their marks below."""
     names = _names(figure, views, list(figure.views)[:1])
     heat, views = figure.views[names[0]].heatmap, [figure.views[n] for n in names]
     n = max(len(heat.ticks), 4) if heat else 0
@@ -68,30 +77,49 @@ def png(figure, views=None):
         ax.set(title=view.title, xlabel=view.xlabel, ylabel=view.ylabel)
         ax.title.set_fontsize(9.5)
     fig.tight_layout()
-    handles = {k: h for view in views for k, h in _legend(view).items()}
-    if handles and not heat:
-        fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
-                   fontsize=8.5, labelspacing=1.2 if views[0].sizes else 0.5)
+    if not heat:
+        _key(fig, {k: h for view in views for k, h in _marks_key(view).items()})
+        _beside(fig, axes.flat[:len(views)], {k: h for view in views for k, h in _entries(view).items()})
     for ax, view in zip(axes.flat, views):  # last: tight_layout and the legend have moved the points
         _place_labels(ax, view.series)
     return fig
 
 
-def _legend(view):
-    """Label -> handle: each series, its ✕ when a run did not converge, the reference lines, and the key
-    of marker areas (at the points' own scale)."""
-    handles = {}
-    for s in view.series:
-        handles[s.name] = Line2D([], [], ls="-" if s.line else "", lw=2, marker=s.marker, ms=7, color=s.color,
-                                 mec=s.color if s.line else "black", mew=0.6)
-        if s.bad_x:
-            handles[f"{s.name}: not converged"] = Line2D([], [], ls="", marker="x", ms=7, color=s.color, mew=1.6)
-    handles |= {name: Line2D([], [], color=c, ls="--" if "full" in name else ":", lw=1.2) for name, _, c in view.hlines}
-    if view.sizes:
-        handles["peak memory:"] = Line2D([], [], ls="")
-        handles |= {k: Line2D([], [], ls="", marker="o", ms=np.sqrt(a), mfc="lightgrey", mec="black", mew=0.6)
-                    for k, a in view.sizes}
-    return handles
+def _entries(view):
+    """Label -> handle of the legend beside the plot: each series (its colour and marker), the reference lines."""
+    handles = {s.name: Line2D([], [], ls="-" if s.line else "", lw=2, marker=s.marker, ms=7, color=s.color,
+                              mec=s.color if s.line else "black", mew=0.6) for s in view.series}
+    return handles | {name: Line2D([], [], color=c, ls="--" if "full" in name else ":", lw=1.2)
+                      for name, _, c in view.hlines}
+
+
+def _marks_key(view):
+    """Label -> handle of the key below the plot: one black ✕ for the unconverged runs of every series (each
+    drawn in its series' colour), and the marker areas at the points' own scale."""
+    bad = any(s.bad_x for s in view.series)
+    handles = {NOT_CONVERGED: Line2D([], [], ls="", marker="x", ms=7, color="black", mew=1.6)} if bad else {}
+    return handles | {f"peak memory {k}": Line2D([], [], ls="", marker="o", ms=np.sqrt(a), mfc="lightgrey",
+                                                 mec="black", mew=0.6) for k, a in view.sizes}
+
+
+def _key(fig, handles):
+    """The key of marks in one row below the axes (and their x label)."""
+    if handles:
+        fig.legend(handles.values(), handles.keys(), loc="upper center", bbox_to_anchor=(0.5, 0), ncol=len(handles),
+                   frameon=False, fontsize=8.5, columnspacing=1.6)
+
+
+def _beside(fig, axes, handles):
+    """The legend of series right of the axes, in the fewest columns that keep it no taller than the axes
+    (many method lines in one column would stand taller than the plot they explain)."""
+    renderer = fig.canvas.get_renderer()
+    plot = Bbox.union([ax.get_window_extent(renderer) for ax in axes]).height
+    for columns in range(1, len(handles) + 1):
+        legend = fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5),
+                            ncol=columns, frameon=False, fontsize=8.5, labelspacing=0.5)
+        if legend.get_window_extent(renderer).height <= plot or columns == len(handles):
+            return legend
+        legend.remove()
 
 
 def _series(ax, view):
@@ -186,8 +214,7 @@ def html(figure, views=None):
         for trace in _traces(figure.views[name]):
             fig.add_trace(trace.update(visible=k == 0))
             owner.append(k)
-    fig.update_layout(template="plotly_white", height=560, margin=dict(t=150, r=30), title=dict(x=0.02, y=0.97),
-                      legend=dict(x=1.02, y=0.5, yanchor="middle"),
+    fig.update_layout(template="plotly_white", **_frame([figure.views[n] for n in names]),
                       **{key.replace(".", "_"): value for key, value in _layout(figure.views[names[0]]).items()})
     if len(names) > 1:
         buttons = [dict(label=name, method="update",
@@ -197,6 +224,20 @@ def html(figure, views=None):
                                             direction="right", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
                                             active=0, pad=dict(b=4), bgcolor="white")])
     return fig
+
+
+def _frame(views):
+    """The frame the views share (height, margins, where the title and the legends sit): tall enough that the
+    legend beside the plot lists the longest view's entries without a scrollbar (plotly cuts a taller
+    legend at the plot's height), with room below the x label for the key of marks when a view has one."""
+    keyed = any(v.sizes or any(s.bad_x for s in v.series) for v in views)
+    entries = max(len(v.series) + len(v.hlines) for v in views)
+    legend = LEGEND_ROW * (entries + 1)  # a row more for the legend's padding
+    frame = dict(height=max(HEIGHT, TOP + BOTTOM + KEY_ROOM * keyed + legend), margin=dict(t=TOP, r=30),
+                 title=dict(x=0.02, y=0.97), legend=dict(x=1.02, y=0.5, yanchor="middle", tracegroupgap=0))
+    if keyed:
+        frame["legend2"] = dict(orientation="h", x=0.5, xanchor="center", y=0, yref="container", yanchor="bottom")
+    return frame
 
 
 def _layout(view):
@@ -241,14 +282,19 @@ def _traces(view):
                         size=np.sqrt(s.area).tolist() if s.area else 9, line=dict(color="black", width=0.6)),
             error_y=dict(array=s.err, color=s.color) if s.err is not None and not s.line else None,
             hovertemplate=f"<b>{s.name}</b><br>x %{{x:,.4g}}<br>y %{{y:.2f}}<br>%{{text}}<extra></extra>"))
-        if s.bad_x:
+        if s.bad_x:  # no legend entry: the key's one ✕ explains it; a click on its series' entry hides it too
             traces.append(go.Scatter(x=s.bad_x, y=s.bad_y, mode="markers", name=f"{s.name}: not converged",
-                                     legendgroup=s.name, meta=f"bad:{s.name}",
+                                     legendgroup=s.name, meta=f"bad:{s.name}", showlegend=False,
                                      marker=dict(symbol="x-thin", size=11, line=dict(color=s.color, width=2.5)),
                                      hovertemplate=f"{s.name}: a run that did not converge, %{{y:.2f}}<extra></extra>"))
     traces += [go.Scatter(x=[min(xs), max(xs)], y=[y, y], mode="lines", name=name, meta=f"line:{name}",
                           line=dict(color=color, dash="dash" if "full" in name else "dot", width=1.5))
                for name, y, color in view.hlines]
+    if any(s.bad_x for s in view.series):
+        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=NOT_CONVERGED, meta="key:not converged",
+                                 legend="legend2", marker=dict(symbol="x-thin", size=11,
+                                                               line=dict(color="black", width=2.5))))
     return traces + [go.Scatter(x=[None], y=[None], mode="markers", name=f"peak memory {label}", meta="size key",
-                                marker=dict(size=np.sqrt(area), color="lightgrey", line=dict(color="black", width=0.6)))
+                                legend="legend2", marker=dict(size=np.sqrt(area), color="lightgrey",
+                                                              line=dict(color="black", width=0.6)))
                      for label, area in view.sizes]

@@ -23,6 +23,8 @@ from smoke import NOTEBOOKS, ROOT, smoke_run, smoke_runner  # noqa: F401  (fixtu
 CDN = re.compile(r"cdn\.plot\.ly|<script[^>]+src=[\"']?(https?:)?//", re.I)
 LOCAL_PLOTLY = re.compile(r"<script[^>]+src=[\"']?plotly\.min\.js", re.I)
 TRACE = re.compile(r"class=\"(trace\b[^\"]*|hm|[^\"]*\b(heatmaplayer|imagelayer)\b[^\"]*)\"")
+# plotly cuts a legend taller than its plot and scrolls it: the scroll bar gets a height only then
+LEGEND_SCROLLBAR = re.compile(r"<rect class=\"scrollbar\"[^>]*\bheight=\"([0-9.]+)\"")
 MAX_FIGURE_BYTES = 2_000_000  # plotly.min.js alone is ~4.8 MB: a file this big has it inlined
 
 
@@ -57,6 +59,8 @@ def drawing_problems(chromium, html_path, shots):
         problems.append("plotly drew no SVG (no class=\"main-svg\" in the DOM)")
     elif not TRACE.search(dom):
         problems.append("the plot has axes but no data traces (no trace/heatmap layer in the DOM)")
+    if any(float(h) > 0 for h in LEGEND_SCROLLBAR.findall(dom)):
+        problems.append("a legend is taller than its plot (plotly scrolls it); make the figure taller")
     if not shot.exists():
         problems.append("no screenshot was written")
     elif distinct_colours(shot) < 8:
@@ -98,7 +102,10 @@ def write_plotly(folder, name, kind):
     import plotly.express as px
     import plotly.io as pio
 
-    fig = px.imshow([[1, 2], [3, 4]]) if kind == "heatmap" else px.line(x=[1, 2, 3], y=[3, 1, 2], markers=True)
+    if kind == "lines":  # forty legend entries on a 300 px figure: more than its plot can hold
+        fig = px.line(x=[1, 2] * 40, y=list(range(80)), color=[f"line {k // 2}" for k in range(80)], height=300)
+    else:
+        fig = px.imshow([[1, 2], [3, 4]]) if kind == "heatmap" else px.line(x=[1, 2, 3], y=[3, 1, 2], markers=True)
     path = Path(folder) / f"{name}.html"
     pio.write_html(fig, path, include_plotlyjs="directory")
     return path
@@ -115,6 +122,8 @@ def test_harness_sees_a_drawn_plot_and_a_blank_page(chromium, tmp_path):
     blank.write_text('<html><body><script src="plotly.min.js"></script><div id="plot"></div></body></html>')
     problems = drawing_problems(chromium, blank, tmp_path)
     assert any("no SVG" in p for p in problems) and any("blank" in p for p in problems), problems
+    long = write_plotly(tmp_path, "long_legend", "lines")
+    assert [p for p in drawing_problems(chromium, long, tmp_path) if "legend" in p], "a scrolled legend went unseen"
 
 
 # ---------------------------------------------------------------- the committed figures (default profile)

@@ -120,7 +120,33 @@ def test_both_renderers_mark_the_unconverged_runs_of_a_committed_table(family):
     assert bad
     page = plots.html(figure)
     assert {str(t.meta)[4:] for t in page.data if str(t.meta).startswith("bad:")} == bad
-    assert "not converged" in page.to_html(include_plotlyjs=False)
+    # one key entry explains every ✕; no series has a legend entry of its own for them
+    assert [t.name for t in page.data if t.legend == "legend2" and t.visible][:1] == [plots.NOT_CONVERGED]
+    assert not [t.name for t in page.data if str(t.meta).startswith("bad:") and t.showlegend is not False]
+    fig = plots.png(figure)
+    assert [t.get_text() for legend in fig.legends for t in legend.get_texts()].count(plots.NOT_CONVERGED) == 1
+    plt.close(fig)
+
+
+def test_the_readme_tradeoff_lists_each_method_once_and_its_legend_is_no_taller_than_its_plot():
+    """The README's figure: sixteen method lines, most with unconverged runs. The legend beside the plot
+    names each line once; the key below explains the ✕ and the marker areas once; the legend fits the plot."""
+    table = committed("param_performance")
+    view_name = figures.FIGURES["param_performance"].png["param_performance_tradeoff"][0]
+    figure = figures.define("param_performance", table)
+    view = figure.views[view_name]
+    lines = [s.name for s in view.series]
+    assert len(lines) == len(set(table["family"])) == 16 and any(s.bad_x for s in view.series)
+    key = [plots.NOT_CONVERGED, *[f"peak memory {label}" for label, _ in view.sizes]]
+    fig = plots.png(figure, [view_name])
+    renderer, ax = fig.canvas.get_renderer(), fig.axes[0]
+    beside, below = sorted(fig.legends, key=lambda legend: -legend.get_window_extent(renderer).x0)
+    assert [t.get_text() for t in beside.get_texts()] == lines and [t.get_text() for t in below.get_texts()] == key
+    assert beside.get_window_extent(renderer).height <= ax.get_window_extent(renderer).height
+    plt.close(fig)
+    page = plots.html(figure, [view_name])
+    assert [t.name for t in page.data if t.showlegend is not False and t.legend is None] == lines
+    assert [t.name for t in page.data if t.legend == "legend2"] == key  # its height: tests/checks/test_browser.py
 
 
 def test_a_single_run_says_so_and_an_unconverged_one_is_flagged_in_both_titles():

@@ -12,6 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
 from adapterlab.report import figures, plots, widgets  # noqa: E402
 
@@ -140,16 +141,70 @@ def test_bad_tables_name_the_problem_and_the_fix():
 
 # --------------------------------------------------------------------------- what the PNG looks like
 
-def test_legend_sits_outside_the_axes_and_labels_stay_inside_without_overlap():
+def png_legends(fig):
+    """(the labels of the legend right of the axes, the labels of the key below them); fails when a legend
+    sits anywhere else, over the axes included."""
+    renderer = fig.canvas.get_renderer()
+    frame = Bbox.union([ax.get_window_extent(renderer) for ax in fig.axes])
+    boxes = [(legend, legend.get_window_extent(renderer)) for legend in fig.legends]
+    beside = [legend for legend, box in boxes if box.x0 >= frame.x1]
+    below = [legend for legend, box in boxes if box.y1 <= frame.y0]
+    assert len(beside) <= 1 and len(below) <= 1 and len(beside) + len(below) == len(fig.legends)
+    return tuple([t.get_text() for legend in found for t in legend.get_texts()] for found in (beside, below))
+
+
+def html_legends(page):
+    """The same for the first view of an interactive figure: its visible traces in each legend."""
+    shown = [t for t in page.data if t.visible is not False and t.showlegend is not False]
+    return ([t.name for t in shown if t.legend in (None, "legend")], [t.name for t in shown if t.legend == "legend2"])
+
+
+def test_one_legend_entry_per_method_and_one_key_for_every_unconverged_run():
+    """A method's unconverged runs are its ✕ marks: the key explains the ✕ once for every method (BitFit's
+    run here), and the legend beside the plot names each method once, whether or not a run of it converged."""
+    figure = figures.define("param_performance", param_performance_df())
+    methods = ["Houlsby adapters", "full fine-tuning", "LayerNorm only", "BitFit", "Compacter"]
+    sizes = ["peak memory 250 MB", "peak memory 500 MB", "peak memory 1,000 MB"]
+    for view, beside, key in (("vs. full fine-tuning", [*methods, "full fine-tuning level"], [plots.NOT_CONVERGED]),
+                              ("% trained, memory", methods, [plots.NOT_CONVERGED, *sizes])):
+        assert png_legends(plots.png(figure, [view])) == (beside, key)
+        assert html_legends(plots.html(figure, [view])) == (beside, key)
+    # every run converged: no ✕ to explain, and the memory view's key keeps only the marker areas
+    converged = figures.define("param_performance", param_performance_df().assign(converged=True))
+    assert png_legends(plots.png(converged, ["vs. full fine-tuning"]))[1] == []
+    assert html_legends(plots.html(converged, ["% trained, memory"]))[1] == sizes
+    assert "legend2" not in plots.html(converged, ["vs. full fine-tuning"]).layout.to_plotly_json()
+
+
+def test_a_legend_takes_the_fewest_columns_that_keep_it_no_taller_than_its_plot():
+    def drawn(lines):
+        """(entries, columns, the legend's height, the pitch of its rows, the plot's height) in pixels."""
+        view = figures.View("lines", "x", "y", series=[figures.Series(f"line {k}", [1, 10], [k, k + 1])
+                                                       for k in range(lines)])
+        fig = plots.png(figures.Figure("lines", {"lines": view}))
+        fig.canvas.draw()  # places the legend's texts
+        renderer, (legend,) = fig.canvas.get_renderer(), fig.legends
+        boxes = [t.get_window_extent(renderer) for t in legend.get_texts()]
+        rows = sorted({round(b.y0, 3) for b in boxes})
+        pitch = (rows[-1] - rows[0]) / (len(rows) - 1)
+        return len(boxes), len({round(b.x0) for b in boxes}), legend.get_window_extent(renderer).height, pitch, \
+            fig.axes[0].get_window_extent(renderer).height
+
+    assert drawn(4)[:2] == (4, 1)
+    entries, columns, legend, pitch, plot = drawn(60)
+    assert entries == 60 and columns > 1 and legend <= plot
+    # one column fewer would not fit: its rows alone, without the legend's padding, stand taller than the plot
+    assert pitch * -(-60 // (columns - 1)) > plot
+
+
+def test_legends_sit_outside_the_axes_and_labels_stay_inside_without_overlap():
     for family, df, view in (("low_resource", low_resource_df(), "score"),
                              ("param_performance", param_performance_df(), "vs. full fine-tuning")):
         fig = plots.png(figures.define(family, df), [view])
-        renderer = fig.canvas.get_renderer()
-        ax, (legend,) = fig.axes[0], fig.legends
+        beside, key = png_legends(fig)
+        assert beside and key == [plots.NOT_CONVERGED]
+        renderer, ax = fig.canvas.get_renderer(), fig.axes[0]
         frame = ax.get_window_extent(renderer)
-        assert not legend.get_window_extent(renderer).overlaps(frame)
-        entries = [t.get_text() for t in legend.get_texts()]
-        assert any(e.endswith(": not converged") for e in entries)  # the ✕ says whose run it is
         boxes = [t.get_window_extent(renderer) for t in ax.texts]
         assert all(frame.x0 <= b.x0 and b.x1 <= frame.x1 for b in boxes)
         assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
