@@ -123,8 +123,29 @@ def report(profile="default"):
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
                     "", *checks_table(rows), ""]
+        out += undecidable(load(profile, "power"))
     out.append(total_time(profile))
     return "\n".join(out).strip() + "\n"
+
+
+# a claim that no design considered decides after Holm with at least this chance is one no feasible design decides
+FEASIBLE = 0.5
+
+
+def undecidable(power):
+    """Markdown lines naming the claims no design considered (power.csv, written by `python -m
+    adapterlab.report.power --write` before the designs' runs) would decide after Holm with a chance of FEASIBLE
+    or more: the best chance of each, and its design."""
+    if power is None or power.empty:
+        return []
+    best = power.sort_values("chance", kind="stable").groupby("claim", sort=False).tail(1)
+    low = best[best["chance"] < FEASIBLE]
+    if low.empty:
+        return []
+    return [f"**Claims no feasible design here decides** (the chance of a decisive verdict after Holm below "
+            f"{FEASIBLE:.0%} under every design considered, taking today's estimates and variance components as "
+            f"the truth: docs/power.md):", "",
+            *[f"- {r.claim}: at most {r.chance:.0%} ({r.design})" for r in low.itertuples()], ""]
 
 
 def notebook_seconds(profile):

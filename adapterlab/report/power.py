@@ -93,21 +93,28 @@ def decisive(rows, design, replicates=1000, seed=0, truth=None):
     return {tested[i][1]: hits[i] / replicates for i in redone}
 
 
-def table(profile="default", designs=DESIGNS, replicates=1000):
-    """Markdown lines: per design, each claim it re-measures that is inconclusive after Holm today (or awaits its
-    data), and its chance of a decisive verdict after Holm under the design."""
+def chances(profile="default", designs=DESIGNS, replicates=1000):
+    """(number of tested claims, [dict(design, claim, today, chance)]): per design, each claim it re-measures
+    that is inconclusive after Holm today (or awaits its data), and its chance of a decisive verdict after Holm
+    under the design."""
     rows = document.readings(profile)[1]
     today = {title: h for _, title, _, h in document.corrected(rows)}
     truth = layer_removal_truth(profile) if load(profile, "layer_removal") is not None else {}
-    out = [f"Chance of a decisive verdict after Holm's correction over all {len(today)} tested claims, taking "
-           f"today's estimates and variance components as the truth ({replicates:,} replicates each):", ""]
+    out = []
     for design in designs:
-        chances = decisive(rows, design, replicates, truth=truth)
-        open_ = [(title, p) for title, p in chances.items()
-                 if today[title].label == "inconclusive" or today[title].label.startswith("awaiting")]
-        out += [f"**{design.name}**", "", "| claim | today, after Holm | chance of a decisive verdict |",
-                "|---|---|---|"]
-        out += [f"| {title} | {today[title].label} | {p:.0%} |" for title, p in open_]
+        out += [dict(design=design.name, claim=title, today=today[title].label, chance=p)
+                for title, p in decisive(rows, design, replicates, truth=truth).items()
+                if today[title].label == "inconclusive" or today[title].label.startswith("awaiting")]
+    return len(today), out
+
+
+def table(tested, found, replicates=1000):
+    """Markdown lines of chances()' rows, one table per design."""
+    out = [f"Chance of a decisive verdict after Holm's correction over all {tested} tested claims, taking "
+           f"today's estimates and variance components as the truth ({replicates:,} replicates each):", ""]
+    for design in dict.fromkeys(r["design"] for r in found):
+        out += [f"**{design}**", "", "| claim | today, after Holm | chance of a decisive verdict |", "|---|---|---|"]
+        out += [f"| {r['claim']} | {r['today']} | {r['chance']:.0%} |" for r in found if r["design"] == design]
         out.append("")
     return out
 
@@ -116,5 +123,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m adapterlab.report.power", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--write", action="store_true",
+                        help="also write data/results/<profile>/power.csv, which FINDINGS.md reads")
     args = parser.parse_args()
-    print("\n".join(table(args.profile, replicates=args.replicates)))
+    tested, found = chances(args.profile, replicates=args.replicates)
+    if args.write:
+        import pandas as pd
+        from ..experiments import profiles
+
+        pd.DataFrame(found).to_csv(profiles.results_dir(args.profile) / "power.csv", index=False)
+    print("\n".join(table(tested, found, args.replicates)))

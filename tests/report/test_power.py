@@ -67,3 +67,17 @@ def test_a_design_decides_a_large_effect_and_rarely_a_claim_with_nothing_to_show
     assert chances["large"] == 1.0 and chances["vague"] < 0.5
     # a design of costs only re-measures no accuracy claim
     assert power.decisive(rows, power.Design("costs", ("05",), 10, costs_only=True), replicates=10) == {}
+
+
+def test_findings_name_the_claims_no_design_considered_decides():
+    import pandas as pd
+
+    from adapterlab.report import document
+
+    power = pd.DataFrame([dict(design="small", claim="a", today="inconclusive", chance=0.2),
+                          dict(design="large", claim="a", today="inconclusive", chance=0.45),
+                          dict(design="large", claim="b", today="inconclusive", chance=0.5)])
+    lines = document.undecidable(power)
+    # "a" stays below 50% under every design (its best chance is named with its design); "b" reaches it
+    assert [line for line in lines if line.startswith("- ")] == ["- a: at most 45% (large)"]
+    assert document.undecidable(None) == [] and document.undecidable(power.iloc[2:]) == []
