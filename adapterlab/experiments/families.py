@@ -8,22 +8,47 @@ that read each other's weights instead of independent training runs. All of them
 runners (running.run_plan, the sweep) treat them alike.
 """
 
-FAMILIES = ("layer_removal", "init_scale", "param_performance", "low_resource")
-STREAM = "stream"  # notebook 08: its steps (stream.py) are units of work like the others' training runs
-TRAINED = ("teaching", *FAMILIES)  # the plans of training runs (planning.plan: run configs; costs.py)
-PLANNED = (*TRAINED, STREAM)  # everything with a plan of work (planning.work) and a store file
+from dataclasses import dataclass
 
-# notebook stem -> the family (or "teaching", or STREAM) whose runs it trains and draws; 01 and 02 train nothing
-NOTEBOOK_FAMILY = {"03_training_adapters": "teaching", "04_layer_removal": "layer_removal",
-                   "05_init_scale": "init_scale", "06_params_vs_performance": "param_performance",
-                   "07_low_resource": "low_resource", "08_stream_of_tasks": STREAM}
-FAMILY_NOTEBOOK = {family: stem for stem, family in NOTEBOOK_FAMILY.items()}
 
-# Which split a family's `value` column measures (its table's `split` column says the same per row):
-# spans and init scales are scored on validation; the method comparisons report the test score of
-# the state that was best on validation, tested once.
-SPLITS = {"layer_removal": "validation", "init_scale": "validation", "param_performance": "test",
-          "low_resource": "test"}
+@dataclass(frozen=True)
+class Family:
+    """One family's registration, as the experiment layer knows it. Its settings (profiles.SETTINGS), its
+    planner (planning), and its table builder, figures and reading (report: tables.BUILDERS, figures.FIGURES,
+    findings.READERS) are registered under the same name in their own layers, since imports flow one way and
+    this module cannot name what comes after it; tests/checks/test_one_path.py keeps the tables in step.
+
+    name      the store file's name and the key of the per-layer tables
+    notebook  the notebook (stem) that trains it and draws its figures
+    figure    one of the figure families compared across methods (FAMILIES)
+    trained   its plan is training runs (planning.plan: run configs; costs.py); else steps of its own
+    split     which split its table's `value` column measures (its `split` column says the same per row): spans
+              and init scales are scored on validation; the method comparisons report the test score of the
+              state that was best on validation, tested once. None: a table without one such column"""
+    name: str
+    notebook: str
+    figure: bool = True
+    trained: bool = True
+    split: str | None = None
+
+
+REGISTRY = (
+    Family("teaching", "03_training_adapters", figure=False),  # the lesson's runs: stored, drawn, no claim
+    Family("layer_removal", "04_layer_removal", split="validation"),
+    Family("init_scale", "05_init_scale", split="validation"),
+    Family("param_performance", "06_params_vs_performance", split="test"),
+    Family("low_resource", "07_low_resource", split="test"),
+    Family("stream", "08_stream_of_tasks", figure=False, trained=False),  # steps that read each other's weights
+)
+
+FAMILIES = tuple(f.name for f in REGISTRY if f.figure)
+STREAM = next(f.name for f in REGISTRY if not f.trained)  # notebook 08: its steps (stream.py) are units of work
+TRAINED = tuple(f.name for f in REGISTRY if f.trained)  # the plans of training runs (planning.plan; costs.py)
+PLANNED = tuple(f.name for f in REGISTRY)  # everything with a plan of work (planning.work) and a store file
+# notebook stem -> the family whose runs it trains and draws; 01 and 02 train nothing
+NOTEBOOK_FAMILY = {f.notebook: f.name for f in REGISTRY}
+FAMILY_NOTEBOOK = {f.name: f.notebook for f in REGISTRY}
+SPLITS = {f.name: f.split for f in REGISTRY if f.split}
 
 
 def family_of(token):

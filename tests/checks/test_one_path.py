@@ -76,3 +76,18 @@ def test_notebooks_use_public_names_and_no_store_keys(notebook):
 def test_the_notebook_check_sees_private_names_and_store_keys():
     code = "r = result._recall(0, 1)\nk = planning.run_key(c, p, f)\nfrom adapterlab.experiments.results import ResultStore"
     assert sorted(_private_or_store(ast.parse(code))) == ["ResultStore", "_recall", "run_key"]
+
+
+def test_every_registered_family_has_its_entry_in_every_layer():
+    """A family's registration spans the layers (its settings, its planner; its table, figures and reading when
+    it has a table): each layer's table lists exactly the registered families that layer serves."""
+    from adapterlab.experiments import planning, profiles
+    from adapterlab.report import findings, tables
+
+    planned = set(families.PLANNED)
+    with_tables = planned - {f.name for f in families.REGISTRY if f.trained and not f.figure}  # 03 draws, no table
+    assert set(profiles.SETTINGS) == planned
+    assert set(planning._WORK) == planned
+    assert set(tables.BUILDERS) == with_tables == set(findings.READERS)
+    drawn = {entry.family or name for name, entry in figures.FIGURES.items()}
+    assert planned <= drawn, f"no figure entry for {planned - drawn}"
