@@ -88,7 +88,15 @@ def output_root(out=None):
 
 
 def build_dir(profile, out=None):
-    return output_root(out) / "build" / "notebooks" / profile
+    return output_root(out) / "build" / "notebooks" / profiles.get(profile).name
+
+
+def reference(profile):
+    """How the kernels and the sweep are told the profile: a built-in one's name, a study file's absolute
+    path (the kernels run in notebooks/, where a relative path names another file). A bad name or study
+    file is refused here."""
+    p = profiles.get(profile)
+    return str(Path(profile).resolve()) if profiles.is_study(profile) else p.name
 
 
 # ---------------------------------------------------------------- one notebook (also in worker processes)
@@ -262,7 +270,7 @@ def export_html(executed):
 
 def _store_files(root, profile):
     """{family: mtime of its store file} (0 when absent): a notebook trained when its family's changed."""
-    folder = root / "data" / "results" / profile
+    folder = profiles.results_dir(profile, root)
     return {family: (folder / f"{family}.jsonl").stat().st_mtime if (folder / f"{family}.jsonl").exists() else 0
             for family in families.PLANNED}
 
@@ -279,7 +287,7 @@ def collect_files(outcomes, profile, root, before, env):
     for o in outcomes:
         family = families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem)
         if family and after[family] != before[family]:
-            o["results"].append(str(root / "data" / "results" / profile / f"{family}.jsonl"))
+            o["results"].append(str(profiles.results_dir(profile, root) / f"{family}.jsonl"))
     by_family = {families.NOTEBOOK_FAMILY.get(Path(o["notebook"]).stem): o for o in outcomes if o["ok"]}
     with _writing_where_kernels_do(env):
         for family in families.FAMILIES:
@@ -333,7 +341,8 @@ def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
     trained = _trained_families(chosen)
     print(f"training first (sweep): the planned runs of {', '.join(trained)}, {workers} at a time" if trained
           else "training first: nothing (no chosen notebook trains)")
-    print(f"results -> {root / 'data' / 'results' / profile}, figures -> {root / 'figures' / profile}")
+    figures = root / "figures" / profiles.get(profile).name
+    print(f"results -> {profiles.results_dir(profile, root)}, figures -> {figures}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
     print(f"planned training runs: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
     return 0
@@ -401,7 +410,7 @@ def report(outcomes, root, out_dir, profile, since):
     """Print the table of notebooks and the failures, record the timings (record_timings); return the
     exit status (0: all ran; 1: some failed)."""
     print(_table(outcomes, root))
-    record_timings(out_dir, outcomes, since is not None, trained_dir=root / "data" / "results" / profile)
+    record_timings(out_dir, outcomes, since is not None, trained_dir=profiles.results_dir(profile, root))
     print(f"executed notebooks and their HTML: {out_dir}")
     failed = [o for o in outcomes if not o["ok"]]
     for o in failed:
@@ -497,7 +506,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     First the chosen notebooks' planned runs that the store lacks are trained (train_first, a sweep),
     then the notebooks run and read them, then the tables and figures are rebuilt from the store.
 
-    profile        smoke | default | paper
+    profile        smoke | default | paper | a study file (.toml, studies.py)
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
     fresh          retrain instead of reusing cached results: records made before this call count as
                    missing, for the sweep and in the kernels (results.fresh_since)
@@ -513,7 +522,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     progress       show a progress bar over the notebooks (stderr)
     executed_dir   where the executed copies go (default: <root>/build/notebooks/<profile>/)
     """
-    profile = profiles.get(profile).name
+    profile = reference(profile)
     notebooks_dir = Path(notebooks_dir).resolve() if notebooks_dir else NOTEBOOKS_DIR
     found = find_notebooks(notebooks_dir)
     if not found:

@@ -391,11 +391,27 @@ def resolve(profile=None):
 
 
 def get(name=None):
-    """The profile by name; by default the one in ADAPTERLAB_PROFILE (else "default")."""
+    """The profile by name, or read from a study file (a path ending in .toml: studies.py); by default
+    the one in ADAPTERLAB_PROFILE (else "default")."""
     name = name or os.environ.get("ADAPTERLAB_PROFILE", "default")
+    if is_study(name):
+        from . import studies  # read on every call, so an edited study file takes effect
+
+        return studies.load(name, Profile, reserved=PROFILE_NAMES)
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)} or a study file "
+                         "(.toml; python -m adapterlab study init writes one)")
     return PROFILES[name]
+
+
+def is_study(profile):
+    """Whether `profile` names a study file rather than a profile of this module."""
+    return isinstance(profile, (str, os.PathLike)) and str(profile).endswith(".toml")
+
+
+def _name(profile):
+    """The name a profile's folders carry: its own (a study's `name`, not its file's)."""
+    return resolve(profile).name if isinstance(profile, Profile) or is_study(profile) else profile
 
 
 def project_root():
@@ -409,12 +425,10 @@ def project_root():
 
 def results_dir(profile, root=None):
     """<root>/data/results/<profile>/, root being project_root() unless given (regenerate --out)."""
-    name = profile.name if isinstance(profile, Profile) else profile
-    return Path(root or project_root()) / "data" / "results" / name
+    return Path(root or project_root()) / "data" / "results" / _name(profile)
 
 
 def figures_dir(profile):
-    name = profile.name if isinstance(profile, Profile) else profile
-    path = project_root() / "figures" / name
+    path = project_root() / "figures" / _name(profile)
     path.mkdir(parents=True, exist_ok=True)
     return path
