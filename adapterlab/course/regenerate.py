@@ -330,8 +330,9 @@ def _trained_families(chosen):
 
 
 def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
-    """Print what would run, ending with the training runs `profile` implies and how many the store under
-    `root` holds (costs.dry_run, as a table rather than run by run)."""
+    """Print what would run, ending with the training runs the chosen notebooks' families imply in `profile`
+    and how many the store under `root` holds (costs.dry_run, as a table rather than run by run; 08's steps
+    are not counted there). Only those families are planned: a study plans 04-07 and not 03's swap."""
     from ..experiments import costs
 
     print(f"regenerate --profile {profile}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
@@ -344,7 +345,9 @@ def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, since):
     figures = root / "figures" / profiles.get(profile).name
     print(f"results -> {profiles.results_dir(profile, root)}, figures -> {figures}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
-    print(f"planned training runs: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
+    planned = [family for family in trained if family in families.TRAINED]
+    total = costs.dry_run(profile, planned, verbose=False, root=root)["total"] if planned else 0
+    print(f"planned training runs: {total:,}")
     return 0
 
 
