@@ -88,8 +88,9 @@ def pack(unit, store, **extra):
 
 
 def execute(spec):
-    """The one worker function, in this process, a sweep's worker process or a Ray task: write the
-    needs' files to a temporary folder, run spec["step"] (STEPS), and return {"record", "files"}: the
+    """The one worker function, in this process, a sweep's worker process or a Ray task: register the
+    data tasks the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
+    (STEPS), and return {"record", "files"}: the
     record with how it was timed (workers side by side, threads, machine) and the files the step left,
     as {name: bytes}, for the driver to store."""
     for name, data in spec.get("data_tasks", {}).items():

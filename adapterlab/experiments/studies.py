@@ -36,10 +36,8 @@ import json
 import re
 import tomllib
 import typing
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from pathlib import Path
-
-from dataclasses import is_dataclass
 
 from ..methods.atomic import atomic_write
 from ..training import files
@@ -97,7 +95,7 @@ def from_dict(study, folder, profile_class, reserved=(), where="study"):
     settings = {family: _family_settings(cls, given[family], folder, f"{where} [{family}]")
                 for family, cls in settings_classes.items() if family in given}
     _check_train(given.get("train", {}), f"{where} [train]")
-    wide = {key: given[key] for key in ("train_size", "max_length", "eval_size", "method_lr") if key in given}
+    wide = {key: given[key] for key in PROFILE_KEYS[4:] if key in given}  # train_size, ..., method_lr
     profile = profile_class(
         name=name, description=given.get("description", f"a study of {task} ({Path(where).name})"),
         backbone=_model(given.get("backbone", "default"), folder), tasks=(task,), train=given.get("train", {}),

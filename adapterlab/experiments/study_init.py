@@ -11,10 +11,12 @@ learning-rate grids, init stds and budget controls, with the data's own max_leng
 train size and low-resource sizes. Its budget is the largest of SCALES whose estimated time fits --hours.
 
 The estimate counts every run of the plan (planning.plan, each grid as if its choice were made) at the
-measured step time: an upper bound, since the timing pads every example to max_length and batches are
-length-bucketed; notebook 04 also scores the spans of removed layers, evaluation only, not counted.
+measured step time. It leans high: the timing pads every example to max_length, where training batches
+are length-bucketed; it leaves out notebook 04's scoring of the spans of removed layers (evaluation only).
+A busy machine times slow, and its study comes out smaller.
 Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
 """
+import json
 import math
 import os
 import textwrap
@@ -92,7 +94,8 @@ class Timing:
         evaluations = math.ceil(steps / (t.eval_every or per_epoch))
         step = self.step_seconds * t.batch_size / self.batch_size
         weight = FULL_BACKWARD if method(config.method, **config.method_args).trains == "all" else 1.0
-        examples = evaluations * min(sizes["validation"], eval_cap or math.inf) + min(sizes["test"], eval_cap or math.inf)
+        cap = eval_cap or math.inf
+        examples = evaluations * min(sizes["validation"], cap) + min(sizes["test"], cap)
         return self.load_seconds + steps * step * weight + examples * self.step_seconds / self.batch_size / 2
 
 
@@ -241,12 +244,12 @@ def estimate(profile, summary, timing):
 # ----------------------------------------------------------------------------- the file
 
 def toml_value(value):
-    """A value as TOML: text quoted, lists in brackets, tables inline (TOML has no null: None is left out
-    by the caller)."""
+    """A value as TOML: text quoted (JSON's escapes are TOML's), lists in brackets, tables inline (TOML has
+    no null: None is left out by the caller)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, int):
@@ -299,7 +302,7 @@ def header(out, summary, timing, hours, seconds, runs, scale):
         f"{splits}; max_length {summary.max_length}.",
         f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs, about {seconds / 3600:.2f} "
         f"hours (measured {timing.step_seconds:.3f} s per training step of {timing.batch_size} examples x "
-        f"{timing.max_length} tokens, {timing.load_seconds:.1f} s to load the backbone; an upper bound, as "
+        f"{timing.max_length} tokens, {timing.load_seconds:.1f} s to load the backbone; it leans high, as "
         f"batches are length-bucketed). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
         f"seed(s), {'every method' if methods == 'every' else 'the core methods'} of 06.",
     ]

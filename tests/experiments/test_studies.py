@@ -129,13 +129,25 @@ def test_run_keys_carry_the_task_name_not_the_path(study):
     assert [(run.train.max_steps, control.train.max_steps) for run, control in controls] == [(6, 12), (6, 12)]
 
 
+def test_a_worker_process_learns_the_study_task_from_its_unit(study, monkeypatch):
+    p = profiles.get(str(study))
+    store = running.store_of(p)
+    unit = planning.work(p, "init_scale", store)[0]
+    spec = running.pack(unit, store)
+    assert spec["data_tasks"]["qa"] == task_registry.DATA_TASKS["qa"]
+    monkeypatch.setattr(task_registry, "DATA_TASKS", {})  # as in a fresh worker process: no study loaded
+    record = running.execute(spec)["record"]
+    assert record["task"] == "qa" and record["steps"] == 6 and 0 <= record["validation"] <= 1
+    assert task_registry.DATA_TASKS["qa"] == spec["data_tasks"]["qa"]
+
+
 def test_every_table_of_the_writer_reads_back_as_written():
-    parts = [(None, [("name", "x", "a comment"), ("ratio", 3.0, ""), ("tiny", 1e-07, "")]),
+    parts = [(None, [("name", 'a "quoted" \\ name\t', "a comment"), ("ratio", 3.0, ""), ("tiny", 1e-07, "")]),
              ("low_resource", [("epochs", {100: 4, 200: 1}, ""), ("lr_grid", {"compacter++": [0.001, 3.0]}, ""),
                                ("methods", [["houlsby", {"bottleneck": 64}, {"lrs": [0.001, 0.003]}]] * 4, "")])]
     text = si.toml_text(["a header line"], parts)
     read = tomllib.loads(text)
-    assert read == {"name": "x", "ratio": 3.0, "tiny": 1e-07,
+    assert read == {"name": 'a "quoted" \\ name\t', "ratio": 3.0, "tiny": 1e-07,
                     "low_resource": {"epochs": {"100": 4, "200": 1}, "lr_grid": {"compacter++": [0.001, 3.0]},
                                      "methods": [["houlsby", {"bottleneck": 64}, {"lrs": [0.001, 0.003]}]] * 4}}
     assert isinstance(read["ratio"], float)
@@ -347,8 +359,9 @@ def test_study_init_then_regenerate_draws_notebooks_04_to_07(tmp_path, monkeypat
                          text=True, timeout=1800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results, figures = tmp_path / "out" / "data" / "results" / "qa-study", tmp_path / "out" / "figures" / "qa-study"
-    for family in FAMILIES:
-        assert (results / f"{family}.jsonl").read_text().count("\n") >= 2, family
+    p = profiles.get(str(path))
+    for family in FAMILIES:  # every run of the plan stored, once; its table written
+        assert (results / f"{family}.jsonl").read_text().count("\n") == len(si.full_plan(p, family)), family
         assert (results / f"{family}.csv").exists(), family
     assert json.loads((results / studies.IDENTITY).read_text())["tasks"]["qa"]["text_columns"] == ["question", "answer"]
     drawn = {p.stem for p in figures.iterdir()}
