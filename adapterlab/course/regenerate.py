@@ -93,10 +93,10 @@ def build_dir(profile, out=None):
 
 def reference(profile):
     """How the kernels and the sweep are told the profile: a built-in one's name, a study file's absolute
-    path (the kernels run in notebooks/, where a relative path names another file). A bad name or study
-    file is refused here."""
+    path (Profile.source: the kernels run in notebooks/, where a relative path names another file). A bad
+    name or study file is refused here."""
     p = profiles.get(profile)
-    return str(Path(profile).resolve()) if profiles.is_study(profile) else p.name
+    return p.source or p.name
 
 
 # ---------------------------------------------------------------- one notebook (also in worker processes)

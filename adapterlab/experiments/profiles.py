@@ -190,6 +190,7 @@ class Profile:
     param_performance: ParamPerformance = field(default_factory=ParamPerformance)  # notebook 06
     low_resource: LowResource = field(default_factory=LowResource)  # notebook 07
     stream: StreamSettings = field(default_factory=StreamSettings)  # notebook 08
+    source: str | None = None  # the study file it was read from (studies.py): how other processes name it
 
     def __post_init__(self):  # dicts become typed settings; a misspelled key raises here
         for family, cls in SETTINGS.items():

@@ -69,7 +69,7 @@ def load(path, profile_class, reserved=()):
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path} is not a valid study file: {error}; fix it there (TOML: key = value, "
                          "[table])") from None
-    return from_dict(study, path.parent, profile_class, reserved, str(path))
+    return from_dict(study, path.parent, profile_class, reserved, str(path), source=str(path.resolve()))
 
 
 def families_of(profile_class):
@@ -78,8 +78,9 @@ def families_of(profile_class):
     return {f.name: hints[f.name] for f in fields(profile_class) if is_dataclass(hints[f.name])}
 
 
-def from_dict(study, folder, profile_class, reserved=(), where="study"):
-    """The Profile of a study already read into a dict (load); relative paths are relative to `folder`."""
+def from_dict(study, folder, profile_class, reserved=(), where="study", source=None):
+    """The Profile of a study already read into a dict (load); relative paths are relative to `folder`;
+    `source`: the file it was read from, if any (Profile.source)."""
     folder, settings_classes = Path(folder), families_of(profile_class)
     _check_keys(study, (*PROFILE_KEYS[:3], "task", *PROFILE_KEYS[3:], *settings_classes), where, ("name", "task"))
     _check_table(study["task"], f"{where} [task]")
@@ -99,7 +100,7 @@ def from_dict(study, folder, profile_class, reserved=(), where="study"):
     profile = profile_class(
         name=name, description=given.get("description", f"a study of {task} ({Path(where).name})"),
         backbone=_model(given.get("backbone", "default"), folder), tasks=(task,), train=given.get("train", {}),
-        **wide, **settings)
+        source=source, **wide, **settings)
     _check_grids(profile, where)
     return profile
 

@@ -107,7 +107,7 @@ def test_a_study_loads_as_the_profile_its_settings_describe(study):
         param_performance=dict(methods=(("houlsby", {"bottleneck": 8}, {"lrs": (0.001, 0.01)}), ("full", {})),
                                seeds=(0, 1), budget_control=(("full", {}), ("houlsby", {"bottleneck": 8}))),
         low_resource=dict(sizes=(40, 80), methods=("full",), lr_grid={"full": (0.0001, 0.001)}, lr_choice_size=40,
-                          epochs={40: 2, 80: 1}))
+                          epochs={40: 2, 80: 1}), source=str(study.resolve()))
     assert p == expected
     assert profiles.resolve(str(study)) == p
     assert profiles.results_dir(str(study)) == study.parent.parent / "out" / "data" / "results" / "qa"
