@@ -1,4 +1,4 @@
-"""Command line: python -m adapterlab {train, predict, evaluate, doctor, sweep, regenerate}.
+"""Command line: python -m adapterlab {train, predict, evaluate, doctor, sweep, regenerate, study}.
 
     python -m adapterlab train --backbone default --task airline --method houlsby \\
         --bottleneck 64 --train-size 2000 --epochs 3 --lr 1e-3 --seed 0 --json
@@ -9,6 +9,9 @@
     python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
         [--workers-per-gpu 2] [--fresh | --since TIME] [--out DIR]
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
+    python -m adapterlab study init --task reviews.csv --text-column review --label-column stars \\
+        [--backbone default] [--hours 8] --out reviews.toml
+    python -m adapterlab regenerate --profile reviews.toml --only 04,05,06,07
 
 Bad arguments print one clear line and exit with status 2, not a traceback. The command line is where
 the environment is read (ADAPTERLAB_GLUE_DIR: the default of --glue-dir); the library takes arguments.
@@ -233,9 +236,12 @@ def doctor_command(args):
     return doctor.main(report_path=args.report, backbone=args.backbone, gpu_check=not args.no_gpu_check)
 
 
+PROFILE_HELP = "smoke | default | paper | a study file (my-study.toml: python -m adapterlab study init)"
+
+
 def add_sweep_parser(sub):
     p = sub.add_parser("sweep", help="train every planned run the result store lacks (locally or on Ray)")
-    p.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
+    p.add_argument("--profile", default="default", help=PROFILE_HELP)
     p.add_argument("--only", help="comma-separated notebook numbers or family names, e.g. 04,06")
     p.add_argument("--executor", default="local", choices=["local", "ray"],
                    help="local: one worker per GPU (on CPU: --max-parallel workers, default 1); "
@@ -272,7 +278,7 @@ def sweep_command(args):
 
 def add_regenerate_parser(sub):
     p = sub.add_parser("regenerate", help="run the notebooks headless and write figures and results")
-    p.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
+    p.add_argument("--profile", default="default", help=PROFILE_HELP)
     p.add_argument("--only", help="comma-separated notebook numbers or names, e.g. 04,05")
     p.add_argument("--fresh", action="store_true", help="ignore cached results and retrain")
     p.add_argument("--out", help="write executed notebooks, results and figures under this directory")
@@ -293,6 +299,29 @@ def regenerate_command(args):
                       since=args.since, glue_dir=args.glue_dir)
 
 
+def add_study_parser(sub):
+    p = sub.add_parser("study", help="a study of your own data: a TOML file that --profile takes")
+    commands = p.add_subparsers(dest="study_command", required=True)
+    init = commands.add_parser("init", help="write a study file for a data file, sized for this machine")
+    init.add_argument("--task", required=True, metavar="FILE", help="the data: .csv, .tsv, .jsonl, .parquet or hf:NAME")
+    init.add_argument("--text-column", action="extend", nargs="+", dest="text_columns", metavar="NAME", required=True,
+                      help="the text column; twice for sentence pairs")
+    init.add_argument("--label-column", required=True, metavar="NAME", help="the label column")
+    init.add_argument("--validation", metavar="FILE", help="the validation file (default: carved from --task)")
+    init.add_argument("--test", metavar="FILE", help="the test file (default: carved from --task)")
+    init.add_argument("--backbone", default="default", help="default | a local model folder | a hub id")
+    init.add_argument("--hours", type=float, default=8.0,
+                      help="the time the study may take on this machine (measured here); default 8")
+    init.add_argument("--out", required=True, metavar="FILE.toml", help="the study file to write; its stem names it")
+
+
+def study_command(args):
+    from .experiments.study_init import init
+
+    init(args.task, args.text_columns, args.label_column, args.out, backbone=args.backbone, hours=args.hours,
+         validation=args.validation, test=args.test)
+
+
 def main(argv=None):
     parser = Parser(prog="python -m adapterlab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -302,11 +331,13 @@ def main(argv=None):
     add_doctor_parser(sub)
     add_sweep_parser(sub)
     add_regenerate_parser(sub)
+    add_study_parser(sub)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         commands = {"train": train_command, "predict": predict_command, "evaluate": evaluate_command,
-                    "doctor": doctor_command, "sweep": sweep_command, "regenerate": regenerate_command}
+                    "doctor": doctor_command, "sweep": sweep_command, "regenerate": regenerate_command,
+                    "study": study_command}
         status = commands[args.command](args)
     except (ValueError, FileNotFoundError) as error:
         # our errors say what is wrong and how to fix it; a traceback would bury that

@@ -301,12 +301,14 @@ def kernel_env(jobs=1):
 
 
 def notebook_parameters(profile, since, out=None):
-    """What papermill injects into every notebook: `profile` (its name), `fresh` (the since time when this
+    """What papermill injects into every notebook: `profile` (its name; a study's file, Profile.source, as
+    an absolute path: the kernels run in notebooks/), `fresh` (the since time when this
     run retrains: the kernels' stores then ignore the records the sweep ignored, and 04 scores again the
     spans stored before it; else False) and `root` (profiles.project_root(out) with `out`, else None: the
     checkout), so a kernel reads and writes the store and figures this run does, whatever its
     environment says."""
-    return dict(profile=profile.name, fresh=since or False, root=str(profiles.project_root(out)) if out else None)
+    return dict(profile=profile.source or profile.name, fresh=since or False,
+                root=str(profiles.project_root(out)) if out else None)
 
 
 def _trained_families(chosen):
@@ -315,8 +317,9 @@ def _trained_families(chosen):
 
 
 def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
-    """Print what would run, ending with the units of work `profile` plans (every family's, notebook 08's steps
-    among them) and how many the store under `root` holds (costs.dry_run, as a table rather than run by run)."""
+    """Print what would run, ending with the units of work the chosen notebooks' families plan (notebook 08's
+    steps among them) and how many the store under `root` holds (costs.dry_run, as a table rather than run
+    by run). Only those families are planned: a study plans 04-07, not 03's swap between two tasks."""
     from ..experiments import costs
 
     print(f"regenerate --profile {profile.name}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
@@ -328,7 +331,8 @@ def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
           else "training first: nothing (no chosen notebook trains)")
     print(f"results -> {root / 'data' / 'results' / profile.name}, figures -> {root / 'figures' / profile.name}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
-    print(f"planned units of work: {costs.dry_run(profile, verbose=False, root=root)['total']:,}")
+    total = costs.dry_run(profile, trained, verbose=False, root=root)["total"] if trained else 0
+    print(f"planned units of work: {total:,}")
     return 0
 
 
@@ -489,7 +493,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     First the chosen notebooks' planned runs that the store lacks are trained (train_first, a sweep),
     then the notebooks run, read them and write their tables and figures (credited to them: credit_files).
 
-    profile        smoke | default | paper (a name or a Profile)
+    profile        smoke | default | paper | a study file (.toml, studies.py): a name, a path or a Profile
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
     fresh          retrain instead of reusing cached results: records made before this call count as
                    missing, for the sweep and in the kernels (results.fresh_since)

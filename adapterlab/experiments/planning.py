@@ -280,7 +280,12 @@ def teaching_second_task(profile, requested=None):
     first = p.tasks[0]
     classes = task_registry.num_labels(first)
     candidates = [requested or p.teaching.second_task, "airline", "synthetic", "synthetic-pair"]
-    return next(t for t in candidates if t and t != first and task_registry.num_labels(t) == classes)
+    second = next((t for t in candidates if t and t != first and task_registry.num_labels(t) == classes), None)
+    if second is None:  # a study's own data may have a number of classes no packaged task has
+        raise ValueError(f"notebook 03's adapter swap needs a second task with {classes} classes, as {first!r} has, "
+                         f"and none of {', '.join(t for t in candidates if t)} has them: set teaching second_task "
+                         "to such a task, or leave notebook 03 out (--only 04,05,06,07)")
+    return second
 
 
 def _teaching_plan(p, chosen):

@@ -199,6 +199,7 @@ class Profile:
     param_performance: ParamPerformance = field(default_factory=ParamPerformance)  # notebook 06
     low_resource: LowResource = field(default_factory=LowResource)  # notebook 07
     stream: StreamSettings = field(default_factory=StreamSettings)  # notebook 08
+    source: str | None = None  # the study file it was read from (studies.py): how other processes name it
 
     def __post_init__(self):  # dicts become typed settings; a misspelled key raises here
         for family, cls in SETTINGS.items():
@@ -361,11 +362,27 @@ def resolve(profile):
 
 
 def get(name):
-    """The profile of this name; a ValueError names the choices for any other (None included)."""
+    """The profile of this name, or read from a study file (a path ending in .toml: studies.py); a
+    ValueError names the choices for any other (None included)."""
+    if is_study(name):
+        from . import studies  # read on every call, so an edited study file takes effect
+
+        return studies.load(name, Profile, reserved=PROFILE_NAMES)
     if name not in PROFILES:
         given = "no profile given" if name is None else f"unknown profile {name!r}"
-        raise ValueError(f"{given}; choose one of {', '.join(PROFILE_NAMES)}")
+        raise ValueError(f"{given}; choose one of {', '.join(PROFILE_NAMES)} or a study file (.toml; "
+                         "python -m adapterlab study init writes one)")
     return PROFILES[name]
+
+
+def is_study(profile):
+    """Whether `profile` names a study file rather than a profile of this module."""
+    return isinstance(profile, (str, Path)) and str(profile).endswith(".toml")
+
+
+def _name(profile):
+    """The name a profile's folders carry: its own (a study's `name`, not its file's)."""
+    return resolve(profile).name if isinstance(profile, Profile) or is_study(profile) else profile
 
 
 def project_root(out=None):
@@ -379,13 +396,11 @@ def project_root(out=None):
 
 def results_dir(profile, root=None):
     """<root>/data/results/<profile>/, root as project_root(root) gives it."""
-    name = profile.name if isinstance(profile, Profile) else profile
-    return project_root(root) / "data" / "results" / name
+    return project_root(root) / "data" / "results" / _name(profile)
 
 
 def figures_dir(profile, root=None):
     """<root>/figures/<profile>/ (made when missing), root as project_root(root) gives it."""
-    name = profile.name if isinstance(profile, Profile) else profile
-    path = project_root(root) / "figures" / name
+    path = project_root(root) / "figures" / _name(profile)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -22,18 +22,23 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from . import planning, rules, stream, work
+from . import planning, rules, stream, studies, work
 from . import profiles as profiles_module
 from ..methods.atomic import atomic_write
 from ..training import removal
+from ..training import tasks as task_registry
 from ..training import train as T
 from .results import ResultStore, fresh_since
 
 
 def store_of(profile, fresh=False, root=None):
     """The result store of a profile, <root>/data/results/<profile>/, in which the records `fresh`
-    retrains (results.fresh_since) count as missing."""
-    return ResultStore(profiles_module.results_dir(profiles_module.resolve(profile), root), since=fresh_since(fresh))
+    retrains (results.fresh_since) count as missing. A study's folder is claimed first (studies.claim):
+    one holding another study's records is refused before anything trains."""
+    p = profiles_module.resolve(profile)
+    folder = profiles_module.results_dir(p, root)
+    studies.claim(p, folder)
+    return ResultStore(folder, since=fresh_since(fresh))
 
 
 def machine():
@@ -88,17 +93,20 @@ STEPS = {"train": _train, "spans": _spans, **stream.STEPS}
 
 def pack(unit, store, **extra):
     """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
-    worker on another machine needs no shared disk) and `extra` (workers, progress, glue_dir)."""
+    worker on another machine needs no shared disk), the data tasks registered here (a study's task is
+    a name that a fresh worker process does not know yet) and `extra` (workers, progress, glue_dir)."""
     inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
               for need in unit.needs]
-    return {**unit.spec, "inputs": inputs, **extra}
+    return {**unit.spec, "inputs": inputs, "data_tasks": dict(task_registry.DATA_TASKS), **extra}
 
 
 def execute(spec):
-    """The one worker function, in this process, a sweep's worker process or a Ray task: write the
-    needs' files to a temporary folder, run spec["step"] (STEPS), and return {"record", "files"}: the
-    record with how it was timed (workers side by side, threads, machine) and the files the step left,
-    as {name: bytes}, for the driver to store."""
+    """The one worker function, in this process, a sweep's worker process or a Ray task: register the
+    data tasks the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
+    (STEPS), and return {"record", "files"}: the record with how it was timed (workers side by side,
+    threads, machine) and the files the step left, as {name: bytes}, for the driver to store."""
+    for name, data in spec.get("data_tasks", {}).items():
+        task_registry.register_data(name, data)
     with tempfile.TemporaryDirectory() as tmp:
         needs = []
         for i, files in enumerate(spec.get("inputs", [])):

@@ -27,6 +27,7 @@ Tasks (see TASKS):
                 by class; at most 2,000 examples), train = the rest.
     your data   a .csv, .tsv, .jsonl or .parquet file, or hf:NAME[:CONFIG]: files.py
                 reads, checks and splits it; load_task makes it a Task like the others.
+                register_data gives it a name of its own (a study's task).
 
 Each split is a `datasets.Dataset` with the text fields and a "label" column
 (class id, or a float score for regression). Splits are fixed by seeds in this
@@ -40,6 +41,7 @@ import hashlib
 import importlib.util
 import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -444,6 +446,28 @@ TASKS = {  # name -> one-line description
 }
 
 
+# Data under a name of their own: a study's data file (experiments/studies.py) registered as a task, so
+# that run keys and figures carry that name rather than the file's path on this machine. A later
+# registration of a name replaces the earlier one: a study edited and loaded again names its new data.
+DATA_TASKS = {}  # task name -> the data's one-string form (files.spec)
+DATA_TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def register_data(name: str, spec: str) -> str:
+    """Make load_task(name) load the data `spec` names (a data file or hf:NAME, in files.spec's form).
+    A name must be a plain word (letters, digits, - and _) that no built-in task has."""
+    if not DATA_TASK_NAME.fullmatch(name):
+        raise ValueError(f"task name {name!r} must be letters, digits, '-' and '_' (e.g. 'reviews'): "
+                         "it names the data in run keys and figures")
+    if name in TASKS or name.startswith((TWEET_TASK_PREFIX, "glue/")):
+        raise ValueError(f"task name {name!r} is a built-in task's: give your data another name")
+    if not files.is_source(spec):
+        raise ValueError(f"task {name!r} must name a data file ({', '.join(files.FORMATS)}) or hf:NAME, "
+                         f"not {spec!r}")
+    DATA_TASKS[name] = spec
+    return name
+
+
 def _load_data(spec: str) -> Task:
     """A data file or hub dataset as a Task (files.py reads, checks and splits it)."""
     return _load_data_once(spec, files.stamp(spec))
@@ -502,8 +526,11 @@ def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir:
     GLUE itself scores CoLA by MCC (still reported as an extra metric).
 
     Your own data: a .csv, .tsv, .jsonl or .parquet file, or hf:NAME[:CONFIG], with the
-    data_options text_columns, label_column, validation and test (files.py; scored by accuracy)."""
-    if files.is_source(name) or data_options:
+    data_options text_columns, label_column, validation and test (files.py; scored by accuracy),
+    or the name it was registered under (register_data)."""
+    if name in DATA_TASKS and not data_options:
+        task, metric = replace(_load_data(DATA_TASKS[name]), name=name), ""
+    elif files.is_source(name) or data_options:
         task, metric = _load_data(files.spec(name, **data_options)), ""
     else:
         name, _, metric = name.partition(":")

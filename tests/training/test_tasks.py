@@ -438,3 +438,22 @@ def test_text_to_text_targets_round_trip():
     assert target_text(stsb, 3.43) == "3.4" and target_text(stsb, 2.57) == "2.6" and target_text(stsb, 5.0) == "5.0"
     assert label_from_text(stsb, "3. 4") == 3.4 and np.isnan(label_from_text(stsb, "many"))
     assert stsb.prefix == "stsb" and load_task("glue/mnli-mm", glue_dir=GLUE_FIXTURES).prefix == "mnli"
+
+
+# ---------------------------------------------------------------- data under a name of their own
+
+def test_registered_data_load_under_their_name(tmp_path, monkeypatch):
+    monkeypatch.setattr(tasks, "DATA_TASKS", {})
+    path = tmp_path / "reviews.csv"
+    path.write_text("review,stars\n" + "".join(f"text {i},{i % 2}\n" for i in range(40)))
+    spec = tasks.files.spec(str(path), text_columns="review", label_column="stars")
+    assert tasks.register_data("reviews", spec) == "reviews"
+    task, direct = load_task("reviews", train_size=10, seed=1), load_task(spec, train_size=10, seed=1)
+    assert task.name == "reviews" and task.num_labels == tasks.num_labels("reviews") == 2
+    assert texts(task.splits["train"], ("review",)) == texts(direct.splits["train"], ("review",))
+    for name, error in [("airline", "a built-in task's"), ("glue/mine", "must be letters"), ("my:data", "must be letters"),
+                        ("reviews.csv", "must be letters")]:
+        with pytest.raises(ValueError, match=error):
+            tasks.register_data(name, spec)
+    with pytest.raises(ValueError, match="must name a data file"):
+        tasks.register_data("other", "airline")

@@ -1,0 +1,377 @@
+"""A study file for a data file, sized for this machine: python -m adapterlab study init.
+
+    python -m adapterlab study init --task reviews.csv --text-column review --label-column stars \\
+        --hours 8 --out reviews.toml
+    python -m adapterlab regenerate --profile reviews.toml --only 04,05,06,07
+
+init reads the data (its classes and their balance, its size, its texts' token lengths), times a few
+training steps of the backbone here (doctor.step_check, the doctor's own check) and writes a commented
+study file (studies.py) with the default profile's figure families (notebooks 04-07): its methods,
+learning-rate grids, init stds and budget controls, with the data's own max_length (tasks.fit_max_length),
+train size and low-resource sizes. Its budget is the largest of SCALES whose estimated time fits --hours.
+
+The estimate counts every run of the plan (planning.plan, each grid as if its choice were made) at the
+measured step time. It leans high: the timing pads every example to max_length, where training batches
+are length-bucketed; it leaves out notebook 04's scoring of the spans of removed layers (evaluation only).
+A busy machine times slow, and its study comes out smaller.
+Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
+"""
+import json
+import math
+import os
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import planning, profiles, studies
+from .families import FAMILIES
+from ..methods.config import method
+from ..training import doctor, files
+from ..training import tasks as task_registry
+from ..training.backbones import load_backbone
+from ..training.train import input_limit, pick_device
+
+DEFAULT = profiles.PROFILES["default"]
+# The budgets tried, largest first: (the default profile's steps per run x factor, seeds, 06's methods:
+# "every" entry of the default's, or its "core", the arms of its budget control). Fewer steps first, then
+# fewer methods, then one seed: the seeds are what puts an interval on every comparison.
+SCALES = ((1, 3, "every"), (1 / 2, 3, "every"), (1 / 4, 3, "every"), (1 / 4, 3, "core"), (1 / 8, 3, "core"),
+          (1 / 8, 1, "core"))
+EVAL_CAP = 2000  # larger validation/test splits are capped (a seeded subset) so evaluations stay cheap
+WIDTH = 100  # of the written file's lines
+FULL_BACKWARD = 1.5  # a step that trains every weight, relative to an adapter step: backward 2x forward, not 1x
+
+
+# ----------------------------------------------------------------------------- the data and the machine
+
+@dataclass(frozen=True)
+class DataSummary:
+    """What init learns from the data: the task as train --task names it (files.spec), its classes and
+    how many train examples each has, its split sizes and the max_length its texts need."""
+    spec: str
+    classes: tuple
+    counts: tuple
+    sizes: dict
+    max_length: int
+    pairs: bool
+
+    def balance(self):
+        total = sum(self.counts)
+        return ", ".join(f"{c} {n / total:.1%}" for c, n in zip(self.classes, self.counts))
+
+
+def read_data(spec, model, tokenizer) -> DataSummary:
+    """Read and check the data (tasks.load_task: a missing column, a single class are refused) and summarise;
+    max_length fitted to the train texts under this backbone (tasks.fit_max_length)."""
+    task = task_registry.load_task(spec)
+    counts = np.bincount(np.asarray(task.splits["train"]["label"]), minlength=task.num_labels)
+    max_length = task_registry.fit_max_length(task_registry.token_lengths(task, tokenizer), input_limit(model, tokenizer))
+    return DataSummary(spec, tuple(task.label_names), tuple(int(n) for n in counts),
+                       {split: len(data) for split, data in task.splits.items()}, max_length,
+                       len(task.text_fields) == 2)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds measured here: one training step (batch_size examples of max_length tokens, a Houlsby
+    adapter) and one load of the backbone."""
+    device: str
+    step_seconds: float
+    load_seconds: float
+    batch_size: int
+    max_length: int
+
+    def run_seconds(self, config, sizes, eval_cap):
+        """A run's estimated seconds: the backbone's load, its steps and its evaluations (validation each
+        eval_every steps and test once, a forward pass costing half an adapter step per example)."""
+        t = config.train
+        n = config.train_size or sizes["train"]
+        per_epoch = math.ceil(n / t.batch_size)
+        steps = t.max_steps or math.ceil(t.epochs * per_epoch)
+        evaluations = math.ceil(steps / (t.eval_every or per_epoch))
+        step = self.step_seconds * t.batch_size / self.batch_size
+        weight = FULL_BACKWARD if method(config.method, **config.method_args).trains == "all" else 1.0
+        cap = eval_cap or math.inf
+        examples = evaluations * min(sizes["validation"], cap) + min(sizes["test"], cap)
+        return self.load_seconds + steps * step * weight + examples * self.step_seconds / self.batch_size / 2
+
+
+def load_timed(backbone, num_labels):
+    """(model, tokenizer, seconds to load the backbone): they measure the texts (read_data)."""
+    start = time.perf_counter()
+    model, tokenizer = load_backbone(backbone, num_labels=num_labels)
+    return model, tokenizer, time.perf_counter() - start
+
+
+def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
+    """A few training steps of the doctor's check (doctor.step_check) at this batch size and length."""
+    device = pick_device("auto")
+    check = doctor.step_check(device, backbone=backbone, steps=6, batch_size=batch_size, seq_len=max_length)
+    return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length)
+
+
+# ----------------------------------------------------------------------------- the study's settings
+
+def low_resource_sizes(n_train):
+    """The default profile's sizes that the train split holds; fewer than three: 1/8, 1/4, 1/2 and all of it."""
+    sizes = tuple(s for s in DEFAULT.low_resource.sizes if s <= n_train)
+    return sizes if len(sizes) >= 3 else tuple(sorted({max(1, n_train // d) for d in (8, 4, 2, 1)}))
+
+
+def scaled(train, factor):
+    """A family's training settings with `factor` x its max_steps, validated as many times as before."""
+    evaluations = train["max_steps"] // train["eval_every"]
+    every = max(1, round(train["max_steps"] * factor / evaluations))
+    return {**train, "max_steps": every * evaluations, "eval_every": every}
+
+
+CONTROL = "retrained at twice the steps (budget_factor), every seed: do the conclusions hold with more training?"
+
+
+def profile_wide(name, backbone, summary):
+    """The top-level settings: name, backbone, max_length and the default profile's rates, train size and
+    evaluation sets as far as the data hold them."""
+    d, sizes = DEFAULT, summary.sizes
+    keys = [("name", name, f"the study's name: its records go to data/results/{name}/, its figures to figures/{name}/"),
+            ("backbone", backbone, "the model: default (the packaged MiniLM), a local model folder or a hub name"),
+            ("max_length", summary.max_length, "tokens per example: the 95th percentile of the train texts' "
+                                               "lengths, rounded up to a multiple of 8, at least 16 (longer texts "
+                                               "are cut)")]
+    if sizes["train"] > d.train_size:
+        keys.append(("train_size", d.train_size, "train on a seeded subset of this many examples (leave out: all)"))
+    if max(sizes["validation"], sizes["test"]) > EVAL_CAP:
+        keys.append(("eval_size", EVAL_CAP, "validation and test are capped at this many examples (leave out: "
+                                            "the whole splits)"))
+    return keys + [("method_lr", dict(d.method_lr), "the rate of a method trained without a grid (others: "
+                                                    "[train] lr)")]
+
+
+TASK_COMMENTS = {"data": "the data file (relative to this file) or hf:NAME[:CONFIG]",
+                 "text_columns": "the text column, or two for sentence pairs", "label_column": "the label column",
+                 "validation": "the validation file (leave out: carved from the data by a seeded split)",
+                 "test": "the test file (leave out: carved from the data by a seeded split)",
+                 "name": "the task's name in run keys, tables and figures"}
+
+
+def layer_removal(task_name, factor):
+    s = DEFAULT.layer_removal
+    return [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
+                                                 "are then removed span by span"),
+            ("train", scaled(s.train, factor), "its steps, validated every eval_every steps"),
+            ("budget_control", [task_name], CONTROL)]
+
+
+def init_scale(seeds, factor):
+    s = DEFAULT.init_scale
+    return [("stds", list(s.stds), "notebook 05: the init std of the Houlsby adapters, swept"),
+            ("seeds", list(seeds), "each std trains with each seed"),
+            ("method_args", dict(s.method_args), "the adapter size m"),
+            ("train", scaled(s.train, factor), "lr: the rate 06 chose for Houlsby m=64 on the packaged tweets; "
+                                               "set the one 06 chooses on your data"),
+            ("budget_control", list(s.budget_control), CONTROL + " The first std is the claims' reference")]
+
+
+def param_performance(seeds, factor, methods):
+    s = DEFAULT.param_performance
+    entries = s.methods if methods == "every" else s.budget_control
+    names = {entry[0] for entry in entries}
+    return [("methods", [list(e) for e in entries], "notebook 06: [method, {settings}] or [method, {settings}, "
+                                                    "{lrs = its own grid}]"),
+            ("seeds", list(seeds), "the first seed tries every rate of a grid; the others train at the rate "
+                                   "chosen on validation"),
+            ("train", scaled(s.train, factor), "every method's steps, validated every eval_every steps"),
+            ("budget_control", [list(e) for e in s.budget_control], CONTROL + " The first is the claims' "
+                                                                              "reference arm"),
+            ("lr_grid", {m: list(g) for m, g in s.lr_grid.items() if m in names},
+             "the rates tried per method: the default profile's grids, each bracketing the rate chosen on the "
+             "packaged tweets. The readings flag a choice at an end of its grid: then add the next rate of the "
+             "1-3-10 ladder that way")]
+
+
+def low_resource(seeds, factor, n_train):
+    s = DEFAULT.low_resource
+    sizes = low_resource_sizes(n_train)
+    return [("sizes", list(sizes), "notebook 07: nested seeded subsets of the train split, none larger than it"),
+            ("methods", list(s.methods), "the methods compared at every size"),
+            ("seeds", list(seeds), "each size and method trains with each seed (method_seeds: a method's own)"),
+            ("method_seeds", {m: list(v) for m, v in s.method_seeds.items()}, ""),
+            ("lr_grid", {m: list(g) for m, g in s.lr_grid.items()}, "tried at lr_choice_size with each of "
+                                                                    "lr_choice_seeds; the best mean validation wins"),
+            ("lr_choice_size", sizes[len(sizes) // 2], ""),
+            ("lr_choice_seeds", list(seeds[:2]), ""),
+            ("steps", max(s.evaluations, round(s.steps * factor)), "steps at every size"),
+            ("evaluations", s.evaluations, "validations per run"),
+            ("budget_control", [[m, sizes[-1]] for m, _ in s.budget_control], CONTROL + " At the largest size")]
+
+
+def sections(name, task, backbone, summary, scale):
+    """The study as [(table or None, [(key, value, comment)])]: the default profile's figure families at
+    `scale` (one of SCALES) on this data. `task`: the [task] table (task_table). One source for the
+    file's text (toml_text) and for checking it (studies.from_dict)."""
+    factor, n_seeds, methods = scale
+    seeds = tuple(range(n_seeds))
+    return [(None, profile_wide(name, backbone, summary)),
+            ("task", [(key, value, TASK_COMMENTS[key]) for key, value in task.items()]),
+            ("train", [(key, value, "") for key, value in DEFAULT.train.items()]),
+            ("layer_removal", layer_removal(task["name"], factor)),
+            ("init_scale", init_scale(seeds, factor)),
+            ("param_performance", param_performance(seeds, factor, methods)),
+            ("low_resource", low_resource(seeds, factor, summary.sizes["train"]))]
+
+
+def as_study(parts):
+    """The study as the dict tomllib would read from its text."""
+    return {key: value for table, keys in parts if table is None for key, value, _ in keys} | {
+        table: {key: value for key, value, _ in keys} for table, keys in parts if table is not None}
+
+
+# ----------------------------------------------------------------------------- its cost
+
+def full_plan(profile, family):
+    """Every run of a family's plan once its grids are chosen (each at its first rate: the count is the same)."""
+    stage_1 = planning.plan(profile, family)
+    return planning.plan(profile, family, {planning.grid_id(c): c.train.lr for c in stage_1})
+
+
+def estimate(profile, summary, timing):
+    """(seconds, runs) of the study's figure families on this machine (Timing.run_seconds per run)."""
+    configs = [c for family in FAMILIES for c in full_plan(profile, family)]
+    return sum(timing.run_seconds(c, summary.sizes, profile.eval_size) for c in configs), len(configs)
+
+
+# ----------------------------------------------------------------------------- the file
+
+def toml_value(value):
+    """A value as TOML: text quoted (JSON's escapes are TOML's), lists in brackets, tables inline (TOML has
+    no null: None is left out by the caller)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"cannot write {value!r} as TOML")
+
+
+def toml_key(key):
+    key = str(key)
+    return key if key.replace("-", "").replace("_", "").isalnum() and key.isascii() else toml_value(key)
+
+
+def toml_text(header, parts):
+    """The study file: the header as comments, then each setting with its comment above it. A table value
+    too long for one line becomes a sub-table ([low_resource.lr_grid], one key a line) after its table's
+    other keys (TOML puts every key of a table before its sub-tables); a long list, one entry a line."""
+    lines = [line for i, paragraph in enumerate(header) for line in ["#"] * bool(i) + comment(paragraph)]
+    for table, keys in parts:
+        lines += ["", f"[{table}]"] if table else [""]
+        later = []
+        for key, value, note in keys:
+            text = toml_value(value)
+            if isinstance(value, dict) and len(text) > WIDTH:
+                later.append((key, value, note))
+                continue
+            if isinstance(value, list) and len(text) > WIDTH:
+                text = "[\n" + "".join(f"    {toml_value(v)},\n" for v in value) + "]"
+            lines += comment(note) + [f"{toml_key(key)} = {text}"]
+        for key, value, note in later:
+            lines += [""] + comment(note) + [f"[{table + '.' if table else ''}{toml_key(key)}]"]
+            lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()]
+    return "\n".join(lines) + "\n"
+
+
+def header(out, summary, timing, hours, seconds, runs, scale):
+    """The file's opening comment, as paragraphs: what the study is and how to run it; the data; the
+    machine, the estimate and the budget."""
+    factor, n_seeds, methods = scale
+    kind = "sentence pairs" if summary.pairs else "texts"
+    splits = ", ".join(f"{split} {n:,}" for split, n in summary.sizes.items())
+    return [
+        f"Study {out.stem!r}: adapters on your own data, with the default profile's figure families (notebooks "
+        f"04-07). Run it: python -m adapterlab regenerate --profile {out.name} --only 04,05,06,07 (notebooks 03 "
+        "and 08 train on the packaged tasks). Edit any setting: every one is checked when the study is read.",
+        f"The data: {len(summary.classes)} classes ({summary.balance()} of the train split), {kind}; splits "
+        f"{splits}; max_length {summary.max_length}.",
+        f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs, about {seconds / 3600:.2f} "
+        f"hours (measured {timing.step_seconds:.3f} s per training step of {timing.batch_size} examples x "
+        f"{timing.max_length} tokens, {timing.load_seconds:.1f} s to load the backbone; it leans high, as "
+        f"batches are length-bucketed). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
+        f"seed(s), {'every method' if methods == 'every' else 'the core methods'} of 06.",
+    ]
+
+
+def comment(text, width=WIDTH):
+    """Text as comment lines of at most `width` characters."""
+    return [f"# {line}" for line in textwrap.wrap(text, width - 2)]
+
+
+# ----------------------------------------------------------------------------- the command
+
+def check_out(out):
+    """The study file to write: a new .toml file whose stem names the study."""
+    out = Path(out)
+    if out.suffix != ".toml":
+        raise ValueError(f"--out {out} must end in .toml (a study file)")
+    if out.exists():
+        raise ValueError(f"{out} exists: choose another --out, or delete it first")
+    studies.check_name(out.stem, profiles.PROFILE_NAMES, f"--out {out}: the study")
+    return out
+
+
+def relative(path, folder):
+    """`path` as the study file will name it: relative to the study file's folder."""
+    return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
+
+
+def task_table(task, text_columns, label_column, validation, test, folder):
+    """The [task] table: the files relative to the study's folder, and a name no built-in task has."""
+    table = {"data": task if task.startswith(files.HF_PREFIX) else relative(task, folder),
+             "text_columns": list(text_columns), "label_column": label_column}
+    table |= {key: relative(value, folder) for key, value in (("validation", validation), ("test", test)) if value}
+    name = studies.task_name_for(task)
+    return table | {"name": name + "-data" if name in task_registry.TASKS else name}
+
+
+def init(task, text_columns, label_column, out, backbone="default", hours=8.0, validation=None, test=None,
+         file=None):
+    """Write a study file for a data file (see the module docstring); return its path. Prints what it
+    learnt and what to run next."""
+    out = check_out(out)
+    if not hours > 0:
+        raise ValueError(f"--hours must be a positive number of hours (got {hours})")
+    spec = files.spec(task, text_columns=text_columns, label_column=label_column, validation=validation, test=test)
+    if not files.is_source(spec):
+        raise ValueError(f"--task {task}: a study is of your own data: give a data file ({', '.join(files.FORMATS)}) "
+                         "or hf:NAME")
+    classes = task_registry.load_task(spec).num_labels  # the data's errors (a missing column, one class) come first
+    model, tokenizer, load_seconds = load_timed(backbone, classes)
+    summary = read_data(spec, model, tokenizer)
+    timing = time_training(backbone, DEFAULT.train["batch_size"], summary.max_length, load_seconds)
+    folder = out.parent
+    table = task_table(task, text_columns, label_column, validation, test, folder)
+    model = relative(backbone, folder) if Path(backbone).is_dir() else backbone
+    for scale in SCALES:
+        parts = sections(out.stem, table, model, summary, scale)
+        profile = studies.from_dict(as_study(parts), folder, profiles.Profile, profiles.PROFILE_NAMES, str(out))
+        seconds, runs = estimate(profile, summary, timing)
+        if seconds <= hours * 3600:
+            break
+    else:
+        raise ValueError(f"even the smallest study takes about {seconds / 3600:.1f} hours on this machine "
+                         f"({timing.device}): give --hours {math.ceil(seconds / 3600)} or more, or a smaller "
+                         "--backbone")
+    lines = header(out, summary, timing, hours, seconds, runs, scale)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(toml_text(lines, parts), encoding="utf-8")
+    print("\n".join(textwrap.wrap(" ".join(lines[1:]), WIDTH)), file=file)
+    print(f"wrote {out}; next: python -m adapterlab regenerate --profile {out} --only 04,05,06,07", file=file)
+    return out

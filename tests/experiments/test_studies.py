@@ -1,0 +1,372 @@
+"""Study files (experiments/studies.py) and `python -m adapterlab study init` (experiments/study_init.py).
+
+A study written here loads as the Profile its settings describe, its data under the task's own name; each
+bad study or bad data file is one line of error, with the records already stored left as they were; study
+init on a small CSV (four classes, sentence pairs) with the tiny random model writes a study that loads and
+plans; and, marked slow, init then regenerate draws the figures of notebooks 04-07 from it.
+"""
+import json
+import math
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from adapterlab.__main__ import main
+from adapterlab.experiments import planning, profiles, running, studies
+from adapterlab.experiments import study_init as si
+from adapterlab.experiments.families import FAMILIES
+from adapterlab.training import files
+from adapterlab.training import tasks as task_registry
+from adapterlab.training.backbones import default_tokenizer
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+CLASSES = ("apple", "car", "red", "cat")
+TOPIC = {"apple": ("fruit", "sweet"), "car": ("road", "fast"), "red": ("colour", "bright"), "cat": ("pet", "purr")}
+
+
+def write_pairs(path, rows=200, classes=CLASSES, seed=0):
+    """A CSV of question/answer pairs whose label (topic) the words give away; row i has class i % len(classes)."""
+    rng = np.random.default_rng(seed)
+    lines = ["question,answer,topic"]
+    for i in range(rows):
+        label = classes[i % len(classes)]
+        noise = " ".join(rng.choice(["so", "and", "well", "then"], size=rng.integers(0, 12)))
+        lines.append(f"what is {TOPIC[label][0]} {i},it is {TOPIC[label][1]} {noise},{label}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+STUDY = """\
+name = "qa"
+backbone = "tiny"
+max_length = 32
+method_lr = {full = 0.0002}
+
+[task]
+data = "qa.csv"
+text_columns = ["question", "answer"]
+label_column = "topic"
+
+[train]
+epochs = 1
+batch_size = 16
+
+[init_scale]
+stds = [1e-06, 0.01]
+seeds = [0, 1]
+method_args = {bottleneck = 8}
+train = {max_steps = 6, eval_every = 3}
+budget_control = [1e-06]
+
+[param_performance]
+methods = [["houlsby", {bottleneck = 8}, {lrs = [0.001, 0.01]}], ["full", {}]]
+seeds = [0, 1]
+budget_control = [["full", {}], ["houlsby", {bottleneck = 8}]]
+
+[low_resource]
+sizes = [40, 80]
+methods = ["full"]
+lr_grid = {full = [0.0001, 0.001]}
+lr_choice_size = 40
+epochs = {40 = 2, 80 = 1}
+"""
+
+
+@pytest.fixture
+def root(tmp_path):
+    """Where the tests' data/ and figures/ go."""
+    return tmp_path / "out"
+
+
+@pytest.fixture
+def study(tmp_path):
+    """A study file and its data in tmp_path/study/."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    write_pairs(folder / "qa.csv")
+    path = folder / "qa.toml"
+    path.write_text(STUDY)
+    return path
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+# ----------------------------------------------------------------------------- loading
+
+def test_a_study_loads_as_the_profile_its_settings_describe(study, root):
+    p = profiles.get(str(study))
+    # the same settings written in Python: the typed settings hold tuples, and sizes as numbers
+    expected = profiles.Profile(
+        name="qa", description="a study of qa (qa.toml)", backbone="tiny", tasks=("qa",), max_length=32,
+        method_lr={"full": 0.0002}, train={"epochs": 1, "batch_size": 16},
+        init_scale=dict(stds=(1e-06, 0.01), seeds=(0, 1), method_args={"bottleneck": 8},
+                        train={"max_steps": 6, "eval_every": 3}, budget_control=(1e-06,)),
+        param_performance=dict(methods=(("houlsby", {"bottleneck": 8}, {"lrs": (0.001, 0.01)}), ("full", {})),
+                               seeds=(0, 1), budget_control=(("full", {}), ("houlsby", {"bottleneck": 8}))),
+        low_resource=dict(sizes=(40, 80), methods=("full",), lr_grid={"full": (0.0001, 0.001)}, lr_choice_size=40,
+                          epochs={40: 2, 80: 1}), source=str(study.resolve()))
+    assert p == expected
+    assert profiles.resolve(str(study)) == p
+    assert profiles.results_dir(str(study), root) == root / "data" / "results" / "qa"
+    # the data file, named relative to the study, is the task "qa"
+    task = task_registry.load_task("qa")
+    assert (task.name, task.text_fields, task.label_names) == ("qa", ("question", "answer"), sorted(CLASSES))
+    assert sum(len(split) for split in task.splits.values()) == 200
+    assert task_registry.DATA_TASKS["qa"] == files.spec(str(study.parent / "qa.csv"), ["question", "answer"], "topic")
+
+
+def test_run_keys_carry_the_task_name_not_the_path(study):
+    p = profiles.get(str(study))
+    for family in FAMILIES:
+        for config in planning.plan(p, family):
+            key = json.dumps(planning.run_key(config, p, family))
+            assert config.task == "qa" and str(study.parent) not in key
+    # the budget controls name the study's runs: planned at twice the steps
+    controls = planning.budget_controls(p, "init_scale")
+    assert [(run.train.max_steps, control.train.max_steps) for run, control in controls] == [(6, 12), (6, 12)]
+
+
+def test_a_worker_process_learns_the_study_task_from_its_unit(study, root, monkeypatch):
+    p = profiles.get(str(study))
+    store = running.store_of(p, root=root)
+    unit = planning.work(p, "init_scale", store)[0]
+    spec = running.pack(unit, store)
+    assert spec["data_tasks"]["qa"] == task_registry.DATA_TASKS["qa"]
+    monkeypatch.setattr(task_registry, "DATA_TASKS", {})  # as in a fresh worker process: no study loaded
+    record = running.execute(spec)["record"]
+    assert record["task"] == "qa" and record["steps"] == 6 and 0 <= record["validation"] <= 1
+    assert task_registry.DATA_TASKS["qa"] == spec["data_tasks"]["qa"]
+
+
+def test_every_table_of_the_writer_reads_back_as_written():
+    parts = [(None, [("name", 'a "quoted" \\ name\t', "a comment"), ("ratio", 3.0, ""), ("tiny", 1e-07, "")]),
+             ("low_resource", [("epochs", {100: 4, 200: 1}, ""), ("lr_grid", {"compacter++": [0.001, 3.0]}, ""),
+                               ("methods", [["houlsby", {"bottleneck": 64}, {"lrs": [0.001, 0.003]}]] * 4, "")])]
+    text = si.toml_text(["a header line"], parts)
+    read = tomllib.loads(text)
+    assert read == {"name": 'a "quoted" \\ name\t', "ratio": 3.0, "tiny": 1e-07,
+                    "low_resource": {"epochs": {"100": 4, "200": 1}, "lr_grid": {"compacter++": [0.001, 3.0]},
+                                     "methods": [["houlsby", {"bottleneck": 64}, {"lrs": [0.001, 0.003]}]] * 4}}
+    assert isinstance(read["ratio"], float)
+    assert studies.plain(read["low_resource"]) == {"epochs": {100: 4, 200: 1}, "lr_grid": {"compacter++": (0.001, 3.0)},
+                                                   "methods": (("houlsby", {"bottleneck": 64}, {"lrs": (0.001, 0.003)}),) * 4}
+    assert all(len(line) <= si.WIDTH for line in text.splitlines())
+
+
+# ----------------------------------------------------------------------------- bad studies, one line each
+
+def snapshot(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def stored(study, root):
+    """The study's folder with its identity and one record already in it (as a first sweep leaves it)."""
+    folder = profiles.results_dir(str(study), root)
+    running.store_of(str(study), root=root)
+    assert json.loads((folder / studies.IDENTITY).read_text())["tasks"]["qa"]["label_column"] == "topic"
+    (folder / "init_scale.jsonl").write_text('{"key": "an earlier run", "record": {"validation": 0.5}}\n')
+    return folder
+
+
+def sweep_error(study, capsys):
+    """The one-line error `python -m adapterlab sweep --profile STUDY` prints, after exiting with status 2."""
+    assert main(["sweep", "--profile", str(study), "--only", "05", "--out", str(study.parent.parent / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+BAD_STUDIES = [  # (what is wrong, the edit that makes it so, words the error must say)
+    ("not TOML", ("[train]", "[train"), ["is not a valid study file", "at line 11"]),
+    ("unknown key", ("max_length = 32", "max_length = 32\nlearning_rate = 0.1"),
+     ["unknown key(s) 'learning_rate'", "valid: name, description, backbone, task"]),
+    ("unknown family setting", ("stds = [", "std = ["), ["[init_scale] has unknown key(s) 'std'", "valid:", "stds"]),
+    ("wrong type", ("seeds = [0, 1]\nmethod_args", "seeds = 3\nmethod_args"), ["[init_scale] seeds must be a list, not 3"]),
+    ("missing required key", ('label_column = "topic"\n', ""), ["[task] lacks the required key(s) 'label_column'"]),
+    ("missing data file", ('data = "qa.csv"', 'data = "gone.csv"'), ["gone.csv", "does not exist"]),
+    ("missing column", ('"answer"]', '"answr"]'), ["no column 'answr'", "did you mean 'answer'?"]),
+    ("one-rate grid", ("lrs = [0.001, 0.01]", "lrs = [0.001]"), ["fewer than two rates", "cannot bracket"]),
+    ("a built-in profile's name", ('name = "qa"', 'name = "default"'), ["'default' is a built-in profile's"]),
+    ("bad method entry", ('["full", {}]]', '["full", 3]]'), ["methods[1] must be a method name or [method"]),
+]
+
+
+@pytest.mark.parametrize("what, change, words", BAD_STUDIES, ids=[b[0] for b in BAD_STUDIES])
+def test_a_bad_study_is_one_line_of_error_and_the_records_stay(study, stored, capsys, what, change, words):
+    before = snapshot(stored)
+    edit(study, *change)
+    err = sweep_error(study, capsys)
+    for word in words:
+        assert word in err, err
+    assert snapshot(stored) == before
+
+
+def test_one_class_is_refused_and_the_records_stay(study, stored, capsys):
+    before = snapshot(stored)
+    write_pairs(study.parent / "qa.csv", classes=("cat",))
+    err = sweep_error(study, capsys)
+    assert "the label column 'topic' has one class ('cat')" in err
+    assert snapshot(stored) == before
+
+
+def test_a_folder_holding_another_studys_records_is_refused(study, stored, root, capsys):
+    before = snapshot(stored)
+    write_pairs(study.parent / "other.csv", seed=1)  # other data, under the same study name
+    edit(study, 'data = "qa.csv"', 'data = "other.csv"\nname = "qa"')
+    err = sweep_error(study, capsys)
+    assert "holds the records of study 'qa' on other data" in err and "give this study another name" in err
+    assert snapshot(stored) == before
+    # the same data under another file name are the same data
+    (study.parent / "copy.csv").write_bytes((study.parent / "qa.csv").read_bytes())
+    edit(study, 'data = "other.csv"', 'data = "copy.csv"')
+    running.store_of(str(study), root=root)
+    assert snapshot(stored) == before
+
+
+def test_records_without_an_identity_are_not_claimed(study, root, capsys):
+    folder = profiles.results_dir(str(study), root)
+    folder.mkdir(parents=True)
+    (folder / "init_scale.jsonl").write_text("{}\n")
+    err = sweep_error(study, capsys)
+    assert f"holds records but no {studies.IDENTITY}" in err
+    assert not (folder / studies.IDENTITY).exists()
+
+
+# ----------------------------------------------------------------------------- study init
+
+TIMING = si.Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, max_length=32)
+
+
+@pytest.fixture
+def fixed_timing(monkeypatch):
+    """This machine's speed as TIMING, so the budget init chooses is the same on every machine."""
+    monkeypatch.setattr(si, "time_training", lambda backbone, batch_size, max_length, load_seconds: TIMING)
+
+
+def init(folder, **kwargs):
+    return si.init(str(write_pairs(folder / "qa.csv", rows=400)), ["question", "answer"], "topic",
+                   folder / "qa-study.toml", **{"backbone": "tiny", **kwargs})
+
+
+def test_study_init_writes_a_study_that_loads_and_plans(tmp_path):
+    path = init(tmp_path, hours=10_000)  # the whole default protocol fits, whatever this machine's speed
+    p = profiles.get(str(path))
+    text = path.read_text()
+    assert text.startswith("# Study 'qa-study'") and "4 classes (apple 25.0%, car 25.0%" in text
+    assert all(len(line) <= si.WIDTH for line in text.splitlines() if line.startswith("#"))
+    study = tomllib.loads(text)
+    assert study["task"] == {"data": "qa.csv", "text_columns": ["question", "answer"], "label_column": "topic",
+                             "name": "qa"}
+    # max_length by the rule: the shortest length 95% of the train pairs fit, up to a multiple of 8, at least 16
+    train = task_registry.load_task("qa").splits["train"]
+    encoded = default_tokenizer()(list(train["question"]), list(train["answer"]))
+    lengths = sorted(len(ids) for ids in encoded["input_ids"])
+    assert p.max_length == max(16, 8 * math.ceil(lengths[math.ceil(0.95 * len(lengths)) - 1] / 8))
+    # the default profile's families at its own budget, low-resource sizes inside the 320 train examples
+    d = profiles.get("default")
+    assert p.param_performance.methods == tuple(d.param_performance.methods)
+    assert p.init_scale.train == d.init_scale.train and p.init_scale.seeds == (0, 1, 2)
+    assert p.low_resource.sizes == (40, 80, 160, 320) and p.low_resource.lr_choice_size == 160
+    assert p.low_resource.budget_control == (("full", 320), ("compacter++", 320))
+    assert p.train_size is None and p.eval_size is None  # 320 train examples: all of them; whole splits
+    for family in FAMILIES:
+        assert planning.plan(p, family)
+
+
+def test_study_init_takes_the_largest_budget_that_fits(tmp_path, fixed_timing):
+    spec = files.spec(str(write_pairs(tmp_path / "qa.csv", rows=400)), ["question", "answer"], "topic")
+    summary = si.read_data(spec, *si.load_timed("tiny", len(CLASSES))[:2])
+    table = si.task_table(str(tmp_path / "qa.csv"), ["question", "answer"], "topic", None, None, tmp_path)
+    costs = []
+    for scale in si.SCALES:
+        study = si.as_study(si.sections("qa-study", table, "tiny", summary, scale))
+        p = studies.from_dict(study, tmp_path, profiles.Profile)
+        costs.append(si.estimate(p, summary, TIMING)[0])
+    assert costs == sorted(costs, reverse=True)  # each scale costs less than the one before
+    hours = (costs[2] + costs[3]) / 2 / 3600  # between the third and the fourth: the fourth fits
+    for folder in ("fits", "too-small"):
+        (tmp_path / folder).mkdir()
+    path = init(tmp_path / "fits", hours=hours)
+    factor, seeds, methods = si.SCALES[3]
+    p = profiles.get(str(path))
+    assert p.param_performance.methods == profiles.get("default").param_performance.budget_control
+    assert p.init_scale.train["max_steps"] == round(360 * factor / 6) * 6 and len(p.init_scale.seeds) == seeds
+    with pytest.raises(ValueError, match=r"^even the smallest study takes about .* hours on this machine \(cpu\): "
+                                         r"give --hours \d+ or more"):
+        init(tmp_path / "too-small", hours=costs[-1] / 3600 / 2)
+
+
+def test_study_init_refuses_bad_input_before_loading_a_model(tmp_path, monkeypatch, capsys):
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(si, "load_timed", no_model)
+    write_pairs(tmp_path / "qa.csv")
+    write_pairs(tmp_path / "one.csv", classes=("cat",))
+    (tmp_path / "taken.toml").write_text("")
+    base = ["study", "init", "--text-column", "question", "answer", "--label-column", "topic", "--backbone", "tiny"]
+    cases = [
+        (["--task", str(tmp_path / "one.csv"), "--out", str(tmp_path / "a.toml")], "has one class ('cat')"),
+        (["--task", str(tmp_path / "qa.csv"), "--out", str(tmp_path / "a.toml"), "--label-column", "topc"],
+         "has no column 'topc'; did you mean 'topic'?"),
+        (["--task", str(tmp_path / "gone.csv"), "--out", str(tmp_path / "a.toml")], "does not exist"),
+        (["--task", str(tmp_path / "qa.csv"), "--out", str(tmp_path / "taken.toml")], "taken.toml exists"),
+        (["--task", str(tmp_path / "qa.csv"), "--out", str(tmp_path / "a.txt")], "must end in .toml"),
+        (["--task", str(tmp_path / "qa.csv"), "--out", str(tmp_path / "default.toml")], "a built-in profile's"),
+        (["--task", "airline", "--out", str(tmp_path / "a.toml")], "are for a data file"),
+    ]
+    for args, words in cases:
+        assert main(base + args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err, (args, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "qa.csv", "taken.toml"]
+
+
+# ----------------------------------------------------------------------------- end to end
+
+SMALL = {  # the written study cut to a few tiny runs per family, as a researcher may edit it
+    "train": {"epochs": 1, "batch_size": 16},
+    "layer_removal": {"method_args": {"bottleneck": 8}, "train": {"max_steps": 8, "eval_every": 4},
+                      "budget_control": []},
+    "init_scale": {"stds": [1e-06, 0.01], "seeds": [0, 1], "method_args": {"bottleneck": 8},
+                   "train": {"max_steps": 8, "eval_every": 4}, "budget_control": [1e-06]},
+    "param_performance": {"methods": [["full", {}], ["houlsby", {"bottleneck": 8}]], "seeds": [0, 1],
+                          "train": {"max_steps": 8, "eval_every": 4}, "lr_grid": {"houlsby": [0.001, 0.01]},
+                          "budget_control": [["full", {}], ["houlsby", {"bottleneck": 8}]]},
+    "low_resource": {"sizes": [40, 80], "methods": ["compacter++", "full"], "seeds": [0, 1],
+                     "method_args": {"compacter++": {"bottleneck": 8}}, "lr_grid": {"full": [0.0001, 0.001]},
+                     "lr_choice_size": 40, "steps": 8, "evaluations": 2, "budget_control": [["full", 80]]},
+}
+
+
+@pytest.mark.slow
+def test_study_init_then_regenerate_draws_notebooks_04_to_07(tmp_path, fixed_timing):
+    path = init(tmp_path, hours=10_000)
+    study = {**tomllib.loads(path.read_text()), **SMALL}
+    parts = [(None, [(k, v, "") for k, v in study.items() if not isinstance(v, dict) or k == "method_lr"])]
+    parts += [(k, [(key, value, "") for key, value in v.items()]) for k, v in study.items()
+              if isinstance(v, dict) and k != "method_lr"]
+    path.write_text(si.toml_text([], parts))
+    run = subprocess.run([sys.executable, "-m", "adapterlab", "regenerate", "--profile", str(path), "--only",
+                          "04,05,06,07", "--out", str(tmp_path / "out")], cwd=CHECKOUT, capture_output=True,
+                         text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results, figures = tmp_path / "out" / "data" / "results" / "qa-study", tmp_path / "out" / "figures" / "qa-study"
+    p = profiles.get(str(path))
+    for family in FAMILIES:  # every run of the plan stored, once; its table written
+        assert (results / f"{family}.jsonl").read_text().count("\n") == len(si.full_plan(p, family)), family
+        assert (results / f"{family}.csv").exists(), family
+    assert json.loads((results / studies.IDENTITY).read_text())["tasks"]["qa"]["text_columns"] == ["question", "answer"]
+    drawn = {p.stem for p in figures.iterdir()}
+    for stem in ("layer_removal", "init_scale", "low_resource"):
+        assert any(name.startswith(stem) for name in drawn), (stem, drawn)
