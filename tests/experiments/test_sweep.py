@@ -207,7 +207,7 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
     swap = [c for c in planned if planning.keeps_adapter("smoke", "teaching", c)]
     assert len(swap) == 2 and {c.task for c in swap} == {"synthetic", "airline"}  # one per task of the demo
     for c in planned:
-        folder = running.saved_files("smoke", "teaching", c)
+        folder = running.saved_files("smoke", "teaching", c, root=out)
         assert (folder / saving.ADAPTER_CONFIG).exists() == (c in swap), planning.describe(c)
     assert sw.missing("smoke", "03", root=out) == []
 
@@ -215,7 +215,7 @@ def test_a_sweep_trains_03s_runs_with_the_adapters_its_swap_demo_loads(out):
 def test_a_sweep_of_04_trains_its_run_then_scores_its_spans_from_the_adapter_it_saved(out):
     """Span scoring is a unit of layer removal's plan: the sweep runs it once the run is stored, its worker
     getting the run's adapter as bytes; a second sweep finds nothing to do."""
-    assert sw.sweep("smoke", only="04", progress=False) == 0
+    assert sw.sweep("smoke", root=out, only="04", progress=False) == 0
     store = ResultStore(out / "data" / "results" / "smoke")
     [config] = planning.scored_runs("smoke", store).values()
     [spans] = store.records(planning.SPANS)
@@ -224,7 +224,7 @@ def test_a_sweep_of_04_trains_its_run_then_scores_its_spans_from_the_adapter_it_
     assert len(spans["record"]["spans"]) == 3  # the tiny backbone's two blocks: spans [0, 0], [0, 1], [1, 1]
     # no span removed: the trained model on the same validation examples, so exactly its best validation score
     assert spans["record"]["full"] == pytest.approx(run["validation"], abs=1e-9)
-    assert sw.missing("smoke", "04") == []
+    assert sw.missing("smoke", "04", root=out) == []
 
 
 def test_only_names_notebooks_or_families():
