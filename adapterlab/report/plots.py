@@ -220,8 +220,10 @@ def html(figure, views=None):
         buttons = [dict(label=name, method="update",
                         args=[{"visible": [o == k for o in owner]}, _layout(figure.views[name])])
                    for k, name in enumerate(names)]
-        fig.update_layout(updatemenus=[dict(buttons=buttons, type="buttons" if len(names) <= 4 else "dropdown",
-                                            direction="right", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+        few = len(names) <= 4  # a row of buttons; more open as a list downwards, over the plot, not off its edge
+        fig.update_layout(updatemenus=[dict(buttons=buttons, type="buttons" if few else "dropdown",
+                                            direction="right" if few else "down", x=0.0, y=1.0, xanchor="left",
+                                            yanchor="bottom",
                                             active=0, pad=dict(b=4), bgcolor="white")])
     return fig
 
