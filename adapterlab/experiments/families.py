@@ -24,17 +24,20 @@ class Family:
     trained   its plan is training runs (planning.plan: run configs; costs.py); else steps of its own
     split     which split its table's `value` column measures (its `split` column says the same per row): spans
               and init scales are scored on validation; the method comparisons report the test score of the
-              state that was best on validation, tested once. None: a table without one such column"""
+              state that was best on validation, tested once. None: a table without one such column
+    claims    the table its claims read when not its own: layer removal's spans scored again on examples its
+              run never trained on (its own table, on validation, is the heatmap's)"""
     name: str
     notebook: str
     figure: bool = True
     trained: bool = True
     split: str | None = None
+    claims: str | None = None
 
 
 REGISTRY = (
     Family("teaching", "03_training_adapters", figure=False),  # the lesson's runs: stored, drawn, no claim
-    Family("layer_removal", "04_layer_removal", split="validation"),
+    Family("layer_removal", "04_layer_removal", split="validation", claims="layer_removal_held_out"),
     Family("init_scale", "05_init_scale", split="validation"),
     Family("param_performance", "06_params_vs_performance", split="test"),
     Family("low_resource", "07_low_resource", split="test"),
@@ -49,6 +52,7 @@ PLANNED = tuple(f.name for f in REGISTRY)  # everything with a plan of work (pla
 NOTEBOOK_FAMILY = {f.notebook: f.name for f in REGISTRY}
 FAMILY_NOTEBOOK = {f.name: f.notebook for f in REGISTRY}
 SPLITS = {f.name: f.split for f in REGISTRY if f.split}
+CLAIMS_TABLE = {f.name: f.claims or f.name for f in REGISTRY}  # family -> the table its claims read
 
 
 def family_of(token):

@@ -20,6 +20,7 @@ import math
 from dataclasses import replace
 
 from . import profiles as profiles_module
+from ..training import removal
 from ..training import tasks as task_registry
 from ..training import train as T
 from .families import STREAM, TRAINED
@@ -420,24 +421,42 @@ def scored_runs(profile, store):
     return {task: next(c for c, r in found if r is record) for task, record in best.items()}
 
 
-def span_key(profile, config):
-    """The store key of a run's span scores: the run's key, the split scored, the evaluation cap."""
-    cap = eval_size(profile, "layer_removal")
-    return {"run": run_key(config, profile, "layer_removal"), "split": "validation", "eval_size": cap}
-
-
-def span_unit(profile, config):
-    """Scoring the spans of one stored run (removal.evaluate_spans) as a unit of work: it reads the run's
-    saved adapter, so the run is its need (work.ready trains the run again when the adapter is gone)."""
+def span_key(profile, config, split="validation"):
+    """The store key of a run's span scores: the run's key, the split scored, how many examples at most
+    (validation: the family's eval_size; removal.HELD_OUT: its held_out setting)."""
     p = profiles_module.resolve(profile)
-    spec = {"step": "spans", "config": config.to_dict(), "eval_size": eval_size(p, "layer_removal")}
-    return Work(SPANS, span_key(p, config), spec, needs=(training_unit(p, "layer_removal", config),),
-                label=f"spans of {describe(config)}")
+    cap = p.layer_removal.held_out if split == removal.HELD_OUT else eval_size(p, "layer_removal")
+    return {"run": run_key(config, p, "layer_removal"), "split": split, "eval_size": cap}
+
+
+def span_unit(profile, config, split="validation"):
+    """Scoring the spans of one stored run on `split` (removal.evaluate_spans) as a unit of work: it reads
+    the run's saved adapter, so the run is its need (work.ready trains the run again when the adapter is
+    gone)."""
+    p = profiles_module.resolve(profile)
+    key = span_key(p, config, split)
+    spec = {"step": "spans", "config": config.to_dict(), "split": split, "eval_size": key["eval_size"]}
+    return Work(SPANS, key, spec, needs=(training_unit(p, "layer_removal", config),),
+                label=f"spans of {describe(config)} on {split}")
+
+
+def held_out_runs(profile, store):
+    """{task: [RunConfig]} of the runs whose spans are scored on held-out examples (the setting held_out):
+    the scored run (scored_runs), then its budget controls, whose spans show whether the claims survive
+    twice the steps. Empty when held_out is None."""
+    p = profiles_module.resolve(profile)
+    if p.layer_removal.held_out is None:
+        return {}
+    chosen = chosen_from(p, "layer_removal", store_lookup(store, p, "layer_removal"))
+    controls = budget_controls(p, "layer_removal", chosen)
+    return {task: [run, *[c for r, c in controls if r == run]] for task, run in scored_runs(p, store).items()}
 
 
 def _layer_removal_work(p, family, store):
-    """Layer removal's training runs, then one span unit per task whose runs are all stored."""
-    return _training_work(p, family, store) + [span_unit(p, c) for c in scored_runs(p, store).values()]
+    """Layer removal's training runs, then per task whose runs are all stored one span unit on validation
+    (the heatmap's) and, where the profile holds examples out, the held-out units its claims read."""
+    return (_training_work(p, family, store) + [span_unit(p, c) for c in scored_runs(p, store).values()]
+            + [span_unit(p, c, removal.HELD_OUT) for runs in held_out_runs(p, store).values() for c in runs])
 
 
 # family -> its units of work given what the store holds (the choices made on its stored grids; the

@@ -79,6 +79,9 @@ class LayerRemoval(_Common):
     lrs: tuple | None = None  # the learning-rate grid; None: the method's rate
     epochs: tuple | None = None  # the epochs grid; None: the profile's epochs
     keep_adapter: bool = True  # the best run's adapter is what the spans remove layers from
+    # the claims' split: up to this many train examples the scored run never trained on (tasks.unused), on
+    # which its spans (and its budget control's) are scored again; None: the claims await held-out scoring
+    held_out: int | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,7 @@ PROFILES = {
         eval_size=200,
         teaching=dict(methods=("full", "houlsby", "pfeiffer", "compacter", "compacter++"), swap_method="houlsby",
                       second_task="synthetic"),
-        layer_removal=dict(method_args=dict(bottleneck=16)),
+        layer_removal=dict(method_args=dict(bottleneck=16), held_out=200),
         # the default protocols in miniature: seeds, a learning-rate grid, periodic validation
         init_scale=dict(stds=(1e-6, 1e-3, 1.0), seeds=(0, 1), method_args=dict(bottleneck=16),
                         train=dict(max_steps=20, eval_every=10), budget_control=(1e-3,)),
@@ -263,7 +266,7 @@ PROFILES = {
                       second_task="synthetic"),
         # one model, 240 steps: at twice the steps (its budget control) its score moves less than the margin
         layer_removal=dict(method_args=dict(bottleneck=64), train=dict(max_steps=240, eval_every=40),
-                           budget_control=("airline",)),
+                           budget_control=("airline",), held_out=6000),
         # Houlsby Fig. 6 right scaled down, at the rate 06 chooses for this Houlsby m=64, so only the std varies
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2),
                         method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),

@@ -82,8 +82,8 @@ def _train(spec, needs, out):
 
 def _spans(spec, needs, out):
     """The worker of a span unit (planning.span_unit): every span of the run's saved adapter (its need's
-    files) scored on validation."""
-    return removal.evaluate_spans(T.RunConfig.from_dict(spec["config"]), needs[0], spec["eval_size"],
+    files) scored on the spec's split."""
+    return removal.evaluate_spans(T.RunConfig.from_dict(spec["config"]), needs[0], spec["eval_size"], spec["split"],
                                   progress=spec.get("progress", False))
 
 

@@ -602,9 +602,9 @@ BUDGET_RULE_VERSION = 3
 HOLDS, MOVES, UNDECIDED = "holds", "moves", "undecided"
 
 
-def claim_move(n, b1, b2, a1=None, a2=None):
-    """(b - a at 2x) - (b - a at 1x) over the seeds, from the runs' correct bits on the same n validation
-    examples: b1, b2 (and a1, a2) are lists with one hex string per seed, aligned by seed. Without a (a family
+def claim_move(n, b1, b2, a1=None, a2=None, split="validation"):
+    """(b - a at 2x) - (b - a at 1x) over the seeds, from the runs' correct bits on the same n examples of
+    `split` (validation; layer removal's held-out examples): b1, b2 (and a1, a2) are lists with one hex string per seed, aligned by seed. Without a (a family
     with one control entry) it is b's own gain at 2x. A Difference with both sources of noise (crossed)."""
     if a1 is None:
         a1 = a2 = [None] * len(b1)
@@ -616,7 +616,7 @@ def claim_move(n, b1, b2, a1=None, a2=None):
         return _bits(bits, n) if bits is not None else np.zeros(n, dtype=np.int8)
 
     d = np.stack([(arm(y2) - arm(x2)) - (arm(y1) - arm(x1)) for x1, y1, x2, y2 in zip(a1, b1, a2, b2)])
-    return crossed(d, "validation")
+    return crossed(d, split)
 
 
 def budget_verdict(move, margin=MARGIN):

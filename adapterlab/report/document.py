@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..experiments import families, profiles, stats
 from . import provenance
-from .findings import READERS, budget_control, load
+from .findings import READERS, budget_control, judged, load
 from .lesson import teaching, teaching_table, test_examples
 
 BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.document --write) -->", "<!-- claims:end -->"
@@ -82,7 +82,7 @@ def readings(profile="default", root=None):
         out += [f"**Training adapters, {task}** (notebook 03: the lesson's runs, no claim rests on them)", *lines,
                 f"  *(from scratch: {len(taught)} run(s), {seconds / 60:.0f} min, {what})*", ""]
     for family in READERS:  # every family with a reading, in the notebooks' order
-        df = load(profile, family, root)
+        df = judged(profile, family, root)
         if df is None or df.empty:
             continue
         budget = load(profile, f"{family}_budget_control", root)

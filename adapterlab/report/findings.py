@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..experiments import profiles, rules, stats
+from ..experiments import families, profiles, rules, stats
 from . import claims as declared
 from . import labels
 
@@ -208,38 +208,54 @@ def _budget_rows(budget, task):
 
 # ----------------------------------------------------------------------------- 04 layer removal
 
-def _spans(d, split):
+def _spans(d, split, budget=""):
     """(bits, value) of span x's per-example correct bits and score on the table's examples (x: (first, last),
     None for nothing removed, "majority class" for the majority-class predictor), from the table's columns
-    correct, full_correct and majority_correct."""
+    correct, full_correct and majority_correct; budget "_2x": the budget control's columns (correct_2x, ...)."""
     def row(x):
         return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
 
     def bits(x):
-        column = {None: "full_correct", "majority class": "majority_correct"}.get(x)
+        column = {None: f"full_correct{budget}", "majority class": "majority_correct"}.get(x)
         if column is not None and column not in d:
             raise ValueError(f"the layer-removal table scored on {split} has no {column}; score the spans with each "
                              "example's correctness of the full model and of the majority-class predictor")
-        return d[column].iloc[0] if column else row(x)["correct"]
+        return d[column].iloc[0] if column else row(x)[f"correct{budget}"]
 
     def value(x):
-        return float(d["full_value"].iloc[0] if x is None else row(x)["value"])
+        return float(d[f"full_value{budget}"].iloc[0] if x is None else row(x)[f"value{budget}"])
     return bits, value
+
+
+def _members(d, claim):
+    """(names, [(span a, span b)]) of a declared 04 claim's members: span a's score minus span b's (claims.py
+    names them: "lower half removed", "majority class", ...), or each layer removed alone against none."""
+    layers, half = int(d["n_layers"].iloc[0]), int(d["n_layers"].iloc[0]) // 2
+    span = {"none removed": None, "lower half removed": (0, half - 1), "upper half removed": (half, layers - 1),
+            "all removed": (0, layers - 1), "majority class": "majority class"}
+    if claim.members:
+        return [f"layer {i}" for i in range(layers)], [((i, i), span[claim.b]) for i in range(layers)]
+    return [], [(span[claim.a], span[claim.b])]
 
 
 def span_members(d, claim):
     """(Differences, names) of a declared 04 claim's members on one task's table, paired by example on the
-    table's own split: span a's score minus span b's (claims.py names them: "lower half removed", "majority
-    class", ...), or each layer removed alone against none removed."""
-    n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
+    table's own split (_members)."""
+    n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
     bits, _ = _spans(d, split)
-    half = layers // 2
-    span = {"none removed": None, "lower half removed": (0, half - 1), "upper half removed": (half, layers - 1),
-            "all removed": (0, layers - 1), "majority class": "majority class"}
-    if claim.members:
-        return ([stats.by_example(bits(span[claim.b]), bits((i, i)), n, split) for i in range(layers)],
-                [f"layer {i}" for i in range(layers)])
-    return [stats.by_example(bits(span[claim.b]), bits(span[claim.a]), n, split)], []
+    names, pairs = _members(d, claim)
+    return [stats.by_example(bits(b), bits(a), n, split) for a, b in pairs], names
+
+
+def span_moves(d, claim):
+    """[stats.Difference] of each member's move at the budget control's steps (its _2x columns): (a - b at 2x)
+    - (a - b at 1x), paired by example on the table's split; [] when the table has no budget control."""
+    if "correct_2x" not in d:
+        return []
+    n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
+    (at_1x, _), (at_2x, _) = _spans(d, split), _spans(d, split, "_2x")
+    return [stats.claim_move(n, [at_1x(a)], [at_2x(a)], [at_1x(b)], [at_2x(b)], split)
+            for a, b in _members(d, claim)[1]]
 
 
 def _layer_removal(df, budget=None):
@@ -268,8 +284,27 @@ def _layer_removal(df, budget=None):
                                                                c.paper_value, c.split))
                       for c in declared.of("layer_removal")]
             continue
-        found += [judge(claim, *span_members(d, claim), **fields) for claim in declared.of("layer_removal")]
+        moves = {c: span_moves(d, c) for c in declared.of("layer_removal")}
+        if any(moves.values()):
+            lines.append(f"- budget control (rule {stats.BUDGET_RULE_VERSION}): each claim's move at "
+                         f"{int(d['steps_2x'].iloc[0])} steps on the same examples, shown inside ±"
+                         f"{stats.MARGIN * 100:g} points (90% interval) or not: " + "; ".join(
+                             f"{c.a} vs {c.b} {_move_text(m)}" for c, m in moves.items()) + ".")
+        found += [judge(claim, *span_members(d, claim),
+                        held=bool(moves[claim]) and all(stats.budget_verdict(m) == stats.HOLDS for m in moves[claim]),
+                        **fields)
+                  for claim in declared.of("layer_removal")]
     return lines + _verdict_lines(found), found
+
+
+def _move_text(moves):
+    """'+0.3 [-0.4, +1.0] holds' for one claim's moves (its worst member's interval when it has several)."""
+    verdicts = [stats.budget_verdict(m) for m in moves]
+    worst = max(moves, key=lambda m: max(abs(x) for x in m.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)))
+    low, high = worst.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)
+    label = next((v for v in (stats.MOVES, stats.UNDECIDED) if v in verdicts), stats.HOLDS)
+    return (f"{pts(worst.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
+            + (f" (the widest of {len(moves)})" if len(moves) > 1 else "") + f" **{label}**")
 
 
 def layer_removal(df, budget=None):
@@ -625,3 +660,10 @@ def load(profile, family, root=None):
     """The family's CSV from <root>/data/results/<profile>/ (None when it is not there)."""
     path = profiles.results_dir(profile, root) / f"{family}.csv"
     return pd.read_csv(path) if path.is_file() else None
+
+
+def judged(profile, family, root=None):
+    """The table a family's claims read (families.CLAIMS_TABLE: layer removal's held-out spans) when it is
+    written, else the family's own (whose reading then says what its claims await); None without either."""
+    found = load(profile, families.CLAIMS_TABLE[family], root)
+    return found if found is not None else load(profile, family, root)

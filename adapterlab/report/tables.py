@@ -28,8 +28,9 @@ from ..training import latency
 from ..experiments import planning, rules, stats
 from ..experiments import profiles as profiles_module
 from ..experiments import running
+from ..training import removal
 from ..training import train as T
-from ..experiments.families import SPLITS
+from ..experiments.families import CLAIMS_TABLE, SPLITS
 from .labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from . import stream as stream_report
 from ..methods.config import method
@@ -134,7 +135,33 @@ def stored_spans(profile, records, root=None):
             for task, best in planning.best_runs(records).items()}
 
 
-def build_layer_removal(profile, records, spans):
+def stored_held_out_spans(profile, records, root=None):
+    """{task: [(RunConfig, its span record) of the scored run, then of each of its budget controls]} on
+    held-out examples (planning.held_out_runs; {} when the profile holds none out), from the store under
+    `root`."""
+    p = profiles_module.resolve(profile)
+    store = running.store_of(p, root=root)
+    return {task: [(c, store.get(planning.span_key(p, c, removal.HELD_OUT), planning.SPANS)) for c in runs]
+            for task, runs in planning.held_out_runs(p, store).items()}
+
+
+def _span_rows(p, task, best, s):
+    """One row per span of one task's span record `s` of the run `best` (its record)."""
+    config = _cfg(best)
+    key = planning.run_key(config, p, "layer_removal")
+    bits = s.get("correct", {})  # absent from span records stored before they kept it
+    correct = {(i, j): b for i, j, b in bits.get("spans", [])}
+    return [dict(task=task, first_layer=i, last_layer=j, metric=s["metric"], value=value,
+                 full_value=s["full"], baseline=s["majority"], drop=value - s["full"],
+                 correct=correct.get((i, j)), full_correct=bits.get("full"),
+                 n_removed=j - i + 1, n_layers=s["layers"], backbone=config.backbone,
+                 **run_columns(best),
+                 epochs=best["steps"] * config.train.batch_size / best["train_examples"],
+                 eval_examples=s["eval_examples"], run_key=config_key(key))
+            for i, j, value in s["spans"]]
+
+
+def build_layer_removal(profile, records, spans, held_out):
     """The layer-removal table from the family's run records and {task: span record} (stored_spans).
     Houlsby Fig. 6 left/centre: the adapters of layers first..last removed, scored on validation.
 
@@ -150,26 +177,40 @@ def build_layer_removal(profile, records, spans):
                    train.correct_bits hex (empty for span records stored without them, or a metric
                    other than accuracy): differences between spans pair by example (stats.by_example)
     The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
-    timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records."""
+    timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records.
+
+    `held_out` ({task: span records}, stored_held_out_spans) gives the extra table HELD_OUT_TABLE, what the
+    claims read: the same columns for the spans scored on examples the run never trained on, with
+    majority_correct (the majority-class predictor's bits) and, from the run's budget control, value_2x,
+    full_value_2x, correct_2x, full_correct_2x and steps_2x on the same examples."""
     p = profiles_module.resolve(profile)
-    rows = []
-    for task, best in planning.best_runs(records).items():
-        config, s = _cfg(best), spans[task]
-        key = planning.run_key(config, p, "layer_removal")
-        bits = s.get("correct", {})  # absent from span records stored before they kept it
-        correct = {(i, j): b for i, j, b in bits.get("spans", [])}
-        for i, j, value in s["spans"]:
-            rows.append(dict(task=task, first_layer=i, last_layer=j, metric=s["metric"], value=value,
-                             full_value=s["full"], baseline=s["majority"], drop=value - s["full"],
-                             correct=correct.get((i, j)), full_correct=bits.get("full"),
-                             n_removed=j - i + 1, n_layers=s["layers"], backbone=config.backbone,
-                             **run_columns(best),
-                             epochs=best["steps"] * config.train.batch_size / best["train_examples"],
-                             eval_examples=s["eval_examples"], run_key=config_key(key)))
+    best = planning.best_runs(records)
+    rows = [row for task, run in best.items() for row in _span_rows(p, task, run, spans[task])]
     timings = [s["timing"] for s in spans.values() if s.get("timing")]
     return FamilyResult("layer_removal", _frame(rows, "layer_removal"),
+                        extra={HELD_OUT_TABLE: held_out_table(p, best, held_out)} if held_out else {},
                         timings={k: sum(t[k] for t in timings) for k in ("cached_seconds", "naive_seconds", "examples")}
                         if timings else None)
+
+
+HELD_OUT_TABLE = CLAIMS_TABLE["layer_removal"]  # the spans on held-out examples: what 04's claims read
+
+
+def held_out_table(p, best, held_out):
+    """The spans of each task's scored run on held-out examples (build_layer_removal's HELD_OUT_TABLE)."""
+    rows = []
+    for task, ((_, s), *controls) in held_out.items():
+        mine = _span_rows(p, task, best[task], s)
+        for row in mine:
+            row["majority_correct"] = s["correct"]["majority"]
+        for config, control in controls:  # budget_factor x the steps, scored on the same examples
+            at_2x = {(i, j): (v, b) for (i, j, v), (_, _, b) in zip(control["spans"], control["correct"]["spans"])}
+            for row in mine:
+                row["value_2x"], row["correct_2x"] = at_2x[row["first_layer"], row["last_layer"]]
+                row.update(full_value_2x=control["full"], full_correct_2x=control["correct"]["full"],
+                           steps_2x=config.train.max_steps)
+        rows += mine
+    return _frame(rows, "layer_removal").assign(split=removal.HELD_OUT)
 
 
 # ----------------------------------------------------------------------------- init scale
@@ -418,7 +459,7 @@ def build_stream(profile, records):
 
 # family -> (its build_* function, what the build reads beside the family's records: each takes (profile,
 # records, root) and returns one more argument of the build, after profile and records)
-BUILDERS = {"layer_removal": (build_layer_removal, [stored_spans]),
+BUILDERS = {"layer_removal": (build_layer_removal, [stored_spans, stored_held_out_spans]),
             "init_scale": (build_init_scale, []),
             "param_performance": (build_param_performance, []),
             "low_resource": (build_low_resource, []),

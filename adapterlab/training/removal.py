@@ -186,27 +186,50 @@ def time_span_evaluation(model, batches, device="auto", precision="fp32", n_batc
             "examples": int(sum(len(g) for g in sample.groups)), "speedup": seconds[False] / seconds[True]}
 
 
-def evaluate_spans(config, adapter_folder, eval_size, progress=False, device="auto"):
+HELD_OUT = "held-out"  # the train split's examples the run never trained on (tasks.unused)
+
+
+def scored_split(config, task, split, size):
+    """The task with only the split its spans are scored on: "validation" capped at `size` (cap_eval), or
+    HELD_OUT, up to `size` examples of the train split the run's seeded subset left out (tasks.unused), where
+    neither the run's state nor the run itself was chosen. The train split stays: the majority class is its."""
+    if split == "validation":
+        capped = T.cap_eval(task, size)
+        return replace(capped, splits={"train": task.splits["train"], split: capped.splits[split]})
+    if split != HELD_OUT:
+        raise ValueError(f"spans are scored on 'validation' or {HELD_OUT!r}, not {split!r}")
+    if config.train_size is None:
+        raise ValueError("held-out spans need a run trained on part of its train split (train_size); "
+                         "this one trained on all of it: set the family's train_size, or drop held_out")
+    whole = task_registry.load_task(config.task, seed=config.train.seed).splits["train"]
+    rest = task_registry.unused(whole, config.train_size, config.train.seed, task.text_fields, size)
+    return replace(task, splits={"train": task.splits["train"], split: rest})
+
+
+def evaluate_spans(config, adapter_folder, eval_size, split="validation", progress=False, device="auto"):
     """The span record of a trained run (train.RunConfig `config`, its adapter saved in `adapter_folder`):
-    every removed span scored on the validation split capped at eval_size, with the per-example bits,
-    the majority-class score on the same examples, and a cached-against-naive timing on a sample of
-    batches (time_span_evaluation) for notebook 04 to print."""
+    every removed span scored on `split` (scored_split: validation capped at eval_size, or up to eval_size
+    held-out examples), with the per-example bits of the full model, every span and the majority-class
+    predictor (so each claim pairs by example), and a cached-against-naive timing on a sample of batches
+    (time_span_evaluation) for notebook 04 to print."""
     start = time.perf_counter()
     model, tokenizer, task = T.build(config)
     load_adapter(model, adapter_folder)
-    task = T.cap_eval(task, eval_size)
-    only_validation = replace(task, splits={"validation": task.splits["validation"]})
-    encoded = task_registry.encode(only_validation, tokenizer, max_length=config.max_length)["validation"]
+    task = scored_split(config, task, split, eval_size)
+    encoded = task_registry.encode(replace(task, splits={split: task.splits[split]}), tokenizer,
+                                   max_length=config.max_length)[split]
     batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)
     scores = layer_removal_scores(model, batches, task, device=device, cached=True,
                                   precision=config.train.precision, progress=progress)
     seconds = time.perf_counter() - start
+    labels = np.asarray(task.splits[split]["label"])
     return {
         "metric": scores.metric, "layers": scores.layers, "full": scores.full,
         "spans": [[i, j, v] for (i, j), v in sorted(scores.items())],
         "correct": {"full": scores.correct.get(None),
-                    "spans": [[i, j, scores.correct[(i, j)]] for i, j in sorted(scores)] if scores.correct else []},
-        "majority": task.majority_baseline("validation")[task.metric],
+                    "spans": [[i, j, scores.correct[(i, j)]] for i, j in sorted(scores)] if scores.correct else [],
+                    "majority": T.correct_bits(labels == task.majority_guess()) if scores.correct else None},
+        "majority": task.majority_baseline(split)[task.metric],
         "eval_examples": len(encoded), "eval_seconds": seconds,
         "timing": time_span_evaluation(model, batches, device, config.train.precision),
     }

@@ -120,13 +120,15 @@ class Task:
             predictions = predictions[:, 0] if self.kind == "regression" else predictions.argmax(axis=1)
         return {name: float(METRICS[name](predictions, labels)) for name in self.metrics}
 
-    def majority_baseline(self, split: str = "test") -> dict[str, float]:
-        """Metrics of always predicting the train split's most frequent label
-        (its mean score for regression): the floor any trained model must beat."""
+    def majority_guess(self):
+        """The train split's most frequent label (its mean score for regression): the majority-class predictor."""
         train_labels = np.asarray(self.splits["train"]["label"])
-        guess = train_labels.mean() if self.kind == "regression" else np.bincount(train_labels).argmax()
+        return train_labels.mean() if self.kind == "regression" else np.bincount(train_labels).argmax()
+
+    def majority_baseline(self, split: str = "test") -> dict[str, float]:
+        """Metrics of always predicting majority_guess: the floor any trained model must beat."""
         labels = np.asarray(self.splits[split]["label"])
-        return self.compute_metrics(np.full(len(labels), guess), labels)
+        return self.compute_metrics(np.full(len(labels), self.majority_guess()), labels)
 
 
 def _to_dataset(frame: pd.DataFrame, text_fields, label_names) -> datasets.Dataset:
@@ -514,6 +516,21 @@ def subsample(dataset: datasets.Dataset, n: int, seed: int) -> datasets.Dataset:
                          f"choose a train size between 1 and {len(dataset)}")
     order = np.random.default_rng(seed).permutation(len(dataset))
     return dataset.select(order[:n])
+
+
+def unused(dataset: datasets.Dataset, n_used: int, seed: int, text_fields, n: int | None = None) -> datasets.Dataset:
+    """Up to n examples of `dataset` that subsample(dataset, n_used, seed) leaves out, in the same seeded
+    order: examples a run trained on that subset never saw and nothing was chosen on (a held-out split).
+    An example whose text also occurs among the trained-on ones (a retweet, a copied review) is left out
+    too, so "never saw" holds for the text, not only for the row."""
+    if not 0 < n_used < len(dataset):
+        raise ValueError(f"a run trained on {n_used} of {len(dataset)} train examples leaves none held out: "
+                         f"choose a train size below {len(dataset)}, or score on the test split")
+    order = np.random.default_rng(seed).permutation(len(dataset))
+    texts = list(zip(*[dataset[f] for f in text_fields]))
+    seen = {texts[i] for i in order[:n_used]}
+    rest = [int(i) for i in order[n_used:] if texts[i] not in seen]
+    return dataset.select(rest if n is None else rest[:n])
 
 
 def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir: str | None = None,

@@ -25,18 +25,20 @@ def changes():
 
 def matches(record, selector):
     """A selector is key=value[,key=value...]: steps, lr, seed (of the run), std and bottleneck (the method's
-    init std and adapter size), method, step (notebook 08's kind)."""
+    init std and adapter size), method, step (notebook 08's kind), split (the split layer removal's spans
+    are scored on)."""
     config = record["record"].get("config", {})
     train = config.get("train", {})
     found = {"steps": train.get("max_steps"), "lr": train.get("lr", config.get("lr")), "seed": train.get("seed"),
              "std": config.get("method_args", {}).get("init_std"),
              "bottleneck": config.get("method_args", {}).get("bottleneck"), "method": config.get("method"),
-             "step": record.get("config", {}).get("step")}  # the unit's kind: 08's sequential steps store no config
+             "step": record.get("config", {}).get("step"),  # the unit's kind: 08's sequential steps store no config
+             "split": record.get("config", {}).get("split")}
     for part in selector.split(","):
         key, value = part.split("=", 1)
         if key not in found:
             raise ValueError(f"docs/protocol.md: unknown selector {part!r}; use steps=N, lr=X, seed=N, std=X, "
-                             "bottleneck=M, method=NAME or step=KIND")
+                             "bottleneck=M, method=NAME, step=KIND or split=NAME")
         have = found[key]
         if have is None or (float(have) != float(value) if key in ("steps", "lr", "seed", "std", "bottleneck") else have != value):
             return False

@@ -283,6 +283,35 @@ def test_layer_removal_on_held_out_examples_pairs_spans_by_example():
         findings.claims("layer_removal", df.drop(columns="majority_correct"))
 
 
+def with_control(df, lost):
+    """df with the budget control's columns: the same model at twice the steps losing lost(first, last)."""
+    at_2x = span_rows("held-out", lost)
+    return df.assign(value_2x=at_2x["value"], correct_2x=at_2x["correct"], full_value_2x=at_2x["full_value"],
+                     full_correct_2x=at_2x["full_correct"], steps_2x=480)
+
+
+def test_layer_removal_claims_at_this_budget_unless_their_own_control_holds():
+    df = span_rows("held-out", small_lower_loss)
+    assert all(v.at_budget for _, v in findings.claims("layer_removal", df))  # no control: every claim
+    # at 2x every span loses one example more: each claim moves by at most 0.1 point, shown inside the margin
+    def steady(first, last):
+        return small_lower_loss(first, last) + 1
+    same = dict(findings.claims("layer_removal", with_control(df, steady)))
+    assert not any(v.at_budget for v in same.values())
+    text = "\n".join(findings.layer_removal(with_control(df, steady)))
+    assert "each claim's move at 480 steps" in text and "**holds**" in text
+
+    # at 2x, layer 0 alone loses 200 examples more: only the claims with a member involving layer 0 move
+    def longer(first, last):
+        return small_lower_loss(first, last) + (200 if first == 0 else 0)
+    moved = dict(findings.claims("layer_removal", with_control(df, longer)))
+    assert claim(moved.items(), "single layer").at_budget and claim(moved.items(), "lower layers").at_budget
+    assert "**moves**" in "\n".join(findings.layer_removal(with_control(df, longer)))
+    # all removed against the majority class: (0, 3) loses 200 more, so that claim moves too; the upper half's
+    # span (2, 3) does not start at 0, but "upper layers" compares it with the lower half, which moves
+    assert claim(moved.items(), "majority class").at_budget and claim(moved.items(), "upper layers").at_budget
+
+
 def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim():
     results = pd.DataFrame({"test accuracy": [0.82, 0.818, 0.5], "trainable %": [100.0, 2.7, 0.08],
                             "examples/s": [40.0, 60.0, 70.0]}, index=pd.Index(["full", "houlsby", "compacter++"]))

@@ -11,7 +11,7 @@ import pytest
 
 from adapterlab.training import tasks
 from adapterlab.training.backbones import default_tokenizer
-from adapterlab.training.tasks import batches, encode, label_from_text, load_task, subsample, target_text
+from adapterlab.training.tasks import batches, encode, label_from_text, load_task, subsample, target_text, unused
 
 GLUE_FIXTURES = Path(__file__).parents[1] / "fixtures" / "glue"
 
@@ -204,6 +204,20 @@ def test_subsample_rejects_impossible_sizes(n):
 def test_subsample_is_a_seeded_permutation_prefix():
     dataset = load_task("synthetic").splits["train"]
     assert subsample(dataset, 10, seed=1)[:] == subsample(dataset, 10, seed=1)[:]
+
+
+def test_unused_examples_are_those_the_seeded_subset_left_out_and_no_text_it_trained_on():
+    dataset = datasets.Dataset.from_dict({"sentence": [f"text {i % 90}" for i in range(100)],
+                                          "label": [i % 2 for i in range(100)]})  # rows 90-99 repeat rows 0-9
+    trained = set(subsample(dataset, 30, seed=3)["sentence"])
+    held = unused(dataset, 30, seed=3, text_fields=("sentence",))
+    assert not trained & set(held["sentence"])  # no row, and no text, the subset trained on
+    rest = np.random.default_rng(3).permutation(100)[30:]  # subsample's permutation, after its first 30
+    assert held["sentence"] == [f"text {i % 90}" for i in rest if f"text {i % 90}" not in trained]
+    assert len(held) < 70  # some repeats of trained texts were dropped
+    assert unused(dataset, 30, 3, ("sentence",), n=5)["sentence"] == held["sentence"][:5]  # same order, capped
+    with pytest.raises(ValueError, match="leaves none held out"):
+        unused(dataset, 100, 3, ("sentence",))
 
 
 # ---------------------------------------------------------------- GLUE from TSV files
