@@ -185,13 +185,15 @@ def _param_performance_plan(p, chosen):
 def _param_performance_group(p, s, chosen):
     """Every method entry at each rate of its grid (s.lr_grid[method], or the entry's own "lrs") with
     the first seed; with a choice for that grid, the other seeds at the chosen rate. Without a grid:
-    the method's one rate (method_lr) for every seed."""
+    the method's one rate (method_lr) for every seed. The seeds are s.seeds, or the entry's own "seeds"
+    (more seeds where a claim needs them: docs/power.md)."""
     out = []
     for task in s.tasks or p.tasks:
         for entry in s.methods:  # (method, method_args) or (method, method_args, TrainConfig overrides)
             name, args, own = (*entry, {})[:3]
             own = dict(own)
             grid = own.pop("lrs", s.lr_grid.get(name))
+            seeds = tuple(own.pop("seeds", s.seeds))
 
             def config(lr, seed):
                 return run_config(
@@ -200,13 +202,13 @@ def _param_performance_group(p, s, chosen):
                     epochs=_task_epochs(s.epochs, task, p.train.get("epochs", 3)), family_train={**s.train, **own})
 
             if not grid:
-                out += [config(method_lr(p, name, s), seed) for seed in s.seeds]
+                out += [config(method_lr(p, name, s), seed) for seed in seeds]
                 continue
-            trials = [config(lr, s.seeds[0]) for lr in grid]
+            trials = [config(lr, seeds[0]) for lr in grid]
             out += trials
             lr = chosen.get(grid_id(trials[0]))
             if lr is not None:
-                out += [config(lr, seed) for seed in s.seeds[1:]]
+                out += [config(lr, seed) for seed in seeds[1:]]
     return out
 
 

@@ -14,7 +14,7 @@ import torch
 from adapterlab.experiments import costs, planning, profiles, running, stream
 from adapterlab.training import removal
 from adapterlab.experiments import stats
-from adapterlab.report import tables
+from adapterlab.report import findings, tables
 from adapterlab.experiments.families import FAMILIES, TRAINED
 from adapterlab.experiments.results import ResultStore, config_key
 from adapterlab.experiments.study_init import Timing
@@ -138,13 +138,24 @@ def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
 def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smoke):
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
     store.path(planning.SPANS).unlink()
-    with pytest.raises(ValueError, match=r"lacks 1 planned unit\(s\) of layer_removal \(e\.g\. layer_removal_spans "
+    with pytest.raises(ValueError, match=r"lacks 2 planned unit\(s\) of layer_removal \(e\.g\. layer_removal_spans "
                                          r"\w+: spans of .*\); make them first: running\.run_plan\('smoke', 'layer_removal'\)"):
         tables.get("layer_removal", "smoke", root=smoke["out"])  # a table reads; it scores nothing
     before = smoke["counter"].calls
     running.run_plan("smoke", "layer_removal", progress=False, root=smoke["out"])
     assert smoke["counter"].calls == before
     pd.testing.assert_frame_equal(tables.get("layer_removal", "smoke", root=smoke["out"]).table, smoke["frames"]["layer_removal"])
+
+
+def test_layer_removal_claims_read_its_spans_on_examples_the_run_never_trained_on(smoke):
+    validation, held = smoke["frames"]["layer_removal"], smoke["results"]["layer_removal"].extra[tables.HELD_OUT_TABLE]
+    assert set(validation["split"]) == {"validation"} and set(held["split"]) == {removal.HELD_OUT}
+    assert held["eval_examples"].eq(SMOKE.layer_removal.held_out).all()  # synthetic's 2,000 - 400 trained on
+    assert held[["first_layer", "last_layer", "run_key"]].equals(validation[["first_layer", "last_layer", "run_key"]])
+    assert held["majority_correct"].map(len).eq(len(held["correct"].iloc[0])).all()  # per example, like a span's
+    csv = smoke["out"] / "data" / "results" / "smoke" / f"{tables.HELD_OUT_TABLE}.csv"
+    assert pd.read_csv(csv)["split"].eq(removal.HELD_OUT).all()
+    assert findings.judged("smoke", "layer_removal", smoke["out"])["split"].eq(removal.HELD_OUT).all()
 
 
 def test_a_table_of_a_plan_the_store_lacks_names_the_runner_that_trains_it(tmp_path):
@@ -175,15 +186,15 @@ def _fake_training(monkeypatch, tmp_path):
 
 
 def _fake_scoring(monkeypatch):
-    """removal.evaluate_spans replaced by a stand-in; returns the list of the configs it scored, each
-    checked to come with its run's adapter (the need's files, handed to the worker)."""
+    """removal.evaluate_spans replaced by a stand-in; returns the list of the (config, split) it scored,
+    each checked to come with its run's adapter (the need's files, handed to the worker)."""
     from adapterlab.methods.saving import ADAPTER_CONFIG
 
     scored = []
 
-    def evaluate_spans(config, adapter_folder, eval_size, progress=False):
+    def evaluate_spans(config, adapter_folder, eval_size, split, progress=False):
         assert (adapter_folder / ADAPTER_CONFIG).read_text() == "{}"
-        scored.append(config)
+        scored.append((config, split))
         return {"eval_size": eval_size}
 
     monkeypatch.setattr(removal, "evaluate_spans", evaluate_spans)
@@ -220,15 +231,18 @@ def test_layer_removal_scores_the_best_run_of_each_task_once_and_again_when_fres
     store = running.store_of(p, root=tmp_path)
     best = planning.best_runs(records)
     assert {task: r["config"]["train"]["lr"] for task, r in best.items()} == {t: 3e-3 for t in p.tasks}
-    assert [c.to_dict() for c in scored] == [r["config"] for r in best.values()]  # the best run of each task
+    # the best run of each task, on validation (the heatmap's) and on held-out examples (the claims')
+    assert [(c.to_dict(), split) for c, split in scored] == [
+        (r["config"], split) for split in ("validation", removal.HELD_OUT) for r in best.values()]
     assert {e["key"] for e in store.records(planning.SPANS)} == {  # keyed by the run's key, split and cap
-        config_key(planning.span_key(p, c)) for c in planning.scored_runs(p, store).values()}
+        config_key(planning.span_key(p, c, split)) for c in planning.scored_runs(p, store).values()
+        for split in ("validation", removal.HELD_OUT)}
     n = len(trained)
     running.run_plan(p, "layer_removal", progress=False, root=tmp_path)
-    assert len(scored) == len(best) and len(trained) == n  # stored: read back
+    assert len(scored) == 2 * len(best) and len(trained) == n  # stored: read back
     _age(profiles.results_dir(p, root=tmp_path))
     running.run_plan(p, "layer_removal", fresh=True, progress=False, root=tmp_path)
-    assert len(scored) == 2 * len(best) and len(trained) == 2 * n
+    assert len(scored) == 4 * len(best) and len(trained) == 2 * n
 
 
 def test_spans_wait_for_every_run_of_their_task(tmp_path, monkeypatch):
@@ -241,9 +255,9 @@ def test_spans_wait_for_every_run_of_their_task(tmp_path, monkeypatch):
     assert [u.kind for u in planning.work(p, "layer_removal", store)] == ["train", "train"]
     running.run_unit(store, planning.training_unit(p, "layer_removal", second))
     assert planning.scored_runs(p, store) == {second.task: second}
-    [spans] = [u for u in planning.work(p, "layer_removal", store) if u.kind == "spans"]
-    assert spans.family == planning.SPANS and [n.id for n in spans.needs] == [
-        planning.training_unit(p, "layer_removal", second).id]
+    for spans in [u for u in planning.work(p, "layer_removal", store) if u.kind == "spans"]:  # both splits
+        assert spans.family == planning.SPANS and [n.id for n in spans.needs] == [
+            planning.training_unit(p, "layer_removal", second).id]
 
 
 def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_path, monkeypatch):
@@ -258,7 +272,7 @@ def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_pat
     assert running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path) == records
     best = planning.best_runs(records)
     assert len(trained) == n + len(best)  # each best run once more, through the same worker path as the plan
-    assert set(trained[n:]) <= set(trained[:n]) and len(scored) == 2 * len(best)
+    assert set(trained[n:]) <= set(trained[:n]) and len(scored) == 2 * 2 * len(best)  # both splits, twice
 
 
 def test_get_names_the_families_for_an_unknown_one():
@@ -436,6 +450,16 @@ def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validatio
     assert chosen == {planning.grid_id(stage1[3]): stage1[3].train.lr}
     tie = [_record(replace(stage1[0], train=replace(stage1[0].train, lr=lr)), 0.7) for lr in (1e-2, 1e-3)]
     assert list(planning.choose_lrs(tie).values()) == [1e-3]  # a tie goes to the smaller rate
+
+
+def test_a_method_entry_may_train_more_seeds_than_the_family():
+    p = replace(SMOKE, param_performance=dict(methods=[("houlsby", {}), ("full", {}, dict(seeds=(0, 1, 2, 3)))],
+                                              seeds=(0, 1)))
+    runs = planning.plan(p, "param_performance")
+    assert [c.train.seed for c in runs if c.method == "full"] == [0, 1, 2, 3]
+    assert [c.train.seed for c in runs if c.method == "houlsby"] == [0, 1]
+    same = replace(p, param_performance=dict(methods=[("full", {})], seeds=(0, 1, 2, 3)))
+    assert [c for c in runs if c.method == "full"] == planning.plan(same, "param_performance")  # keyed alike
 
 
 def test_low_resource_chooses_each_rate_at_one_size_then_runs_every_size_and_seed(tmp_path, monkeypatch):
