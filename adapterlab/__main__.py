@@ -9,6 +9,7 @@
     python -m adapterlab sweep --profile paper [--only 04,06] [--executor local|ray] [--address auto]
         [--workers-per-gpu 2] [--fresh | --since TIME] [--out DIR]
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
+    python -m adapterlab regenerate --profile paper --dry-run [--workers-per-gpu 2]
     python -m adapterlab study init --task reviews.csv --text-column review --label-column stars \\
         [--backbone default] [--hours 8] --out reviews.toml
     python -m adapterlab regenerate --profile reviews.toml --only 04,05,06,07
@@ -287,6 +288,9 @@ def add_regenerate_parser(sub):
     p.add_argument("--workers", type=int, default=1,
                    help="train the planned runs first, this many side by side (CPU: sharing the cores)")
     p.add_argument("--since", help="resume a fresh run: retrain only records made before this ISO time")
+    p.add_argument("--workers-per-gpu", type=int, metavar="K",
+                   help="K runs share each GPU in the sweep; with --dry-run, estimate the missing runs on a GPU "
+                        "(the committed H200 check's step) instead of on this machine")
     p.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell")
     add_glue_dir_argument(p)
 
@@ -296,7 +300,7 @@ def regenerate_command(args):
 
     return regenerate(profile=args.profile, only=args.only, fresh=args.fresh, out=args.out,
                       dry_run=args.dry_run, jobs=args.jobs, timeout=args.timeout, workers=args.workers,
-                      since=args.since, glue_dir=args.glue_dir)
+                      since=args.since, glue_dir=args.glue_dir, workers_per_gpu=args.workers_per_gpu)
 
 
 def add_study_parser(sub):

@@ -5,6 +5,7 @@
     python -m adapterlab regenerate --profile default --fresh --workers 2   # ... two runs side by side
     python -m adapterlab regenerate --profile smoke --out /tmp/x --only 04,layer_removal --jobs 2
     python -m adapterlab regenerate --profile paper --dry-run    # what the papers' setting would train
+    python -m adapterlab regenerate --profile paper --dry-run --workers-per-gpu 1   # ... its hours on a GPU
 
 The chosen notebooks' planned runs that the store lacks train first, in a sweep
 (sweep.py: --workers runs side by side, each record saying how many), so the
@@ -23,7 +24,10 @@ interactive figures show offline) and the kernel's own log (NN_name.log). A
 failing notebook does not stop the others: its executed copy (with the traceback)
 is kept, and the run ends with a non-zero status naming the notebook, the cell and
 the error's last lines. Results already in the store are reused on a re-run
-unless `fresh`.
+unless `fresh`. A run of any of notebooks 04-08 for a profile other than the
+default (a study above all) ends by writing its findings page from the tables,
+<root>/findings/<profile>.md (report.document); the default profile's
+FINDINGS.md is committed and written apart.
 """
 import json
 import logging
@@ -316,10 +320,11 @@ def _trained_families(chosen):
     return [families.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in families.NOTEBOOK_FAMILY]
 
 
-def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
+def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters, workers_per_gpu=None):
     """Print what would run, ending with the units of work the chosen notebooks' families plan (notebook 08's
     steps among them) and how many the store under `root` holds (costs.dry_run, as a table rather than run
-    by run). Only those families are planned: a study plans 04-07, not 03's swap between two tasks."""
+    by run), the missing runs' hours estimated for this machine, or for a GPU when `workers_per_gpu` is given
+    (costs.gpu_speed). Only those families are planned: a study plans 04-07, not 03's swap between two tasks."""
     from ..experiments import costs
 
     print(f"regenerate --profile {profile.name}: {len(chosen)} notebook(s) would run (kernel {KERNEL}, "
@@ -331,16 +336,18 @@ def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters):
           else "training first: nothing (no chosen notebook trains)")
     print(f"results -> {root / 'data' / 'results' / profile.name}, figures -> {root / 'figures' / profile.name}")
     print("kernel environment: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
-    total = costs.dry_run(profile, trained, verbose=False, root=root)["total"] if trained else 0
+    gpu = workers_per_gpu is not None
+    total = costs.dry_run(profile, trained, verbose=False, root=root, gpu=gpu)["total"] if trained else 0
     print(f"planned units of work: {total:,}")
     return 0
 
 
-def train_first(profile, chosen, workers, since, root, progress, glue_dir=None):
+def train_first(profile, chosen, workers, since, root, progress, glue_dir=None, workers_per_gpu=1):
     """Train the planned runs of the chosen notebooks' families into the store under `root` before any
     notebook runs: `workers` runs side by side (sweep.py, which records that count in each run; on CPU each
     run gets cores // workers threads), records made before `since` (ISO text; None: none) counting as
-    missing, GLUE read from glue_dir (None: the hub). The sweep also scores 04's spans (units of its
+    missing, GLUE read from glue_dir (None: the hub), `workers_per_gpu` runs sharing each GPU (sweep.py's
+    local executor). The sweep also scores 04's spans (units of its
     plan), so the notebooks train and score nothing: they read. Returns the sweep's exit status (0 when
     no chosen notebook has a plan)."""
     from ..experiments import sweep as sweep_module
@@ -352,7 +359,7 @@ def train_first(profile, chosen, workers, since, root, progress, glue_dir=None):
     if not trained:
         return 0
     return sweep_module.sweep(profile, only=trained, max_parallel=workers, progress=progress,
-                              fresh=since or False, root=root, glue_dir=glue_dir)
+                              fresh=since or False, root=root, glue_dir=glue_dir, workers_per_gpu=workers_per_gpu)
 
 
 def notebook_jobs(chosen, parameters, env, out_dir, notebooks_dir, timeout):
@@ -484,14 +491,38 @@ def _failure_report(o):
     return "\n".join(lines)
 
 
+def write_findings(profile, chosen, root):
+    """Write the profile's findings page (report.document.write: <root>/findings/<name>.md) when any chosen
+    notebook draws a reading (04-08) and the profile is not the default, whose FINDINGS.md and README claims are
+    committed and rewritten only on purpose. Returns 1 with a one-line error when the page cannot be made from
+    the tables (the notebooks' own status stands otherwise), else 0."""
+    from ..report import document
+    from ..report.findings import READERS
+
+    if profile.name == document.COMMITTED or not any(families.NOTEBOOK_FAMILY.get(nb.stem) in READERS
+                                                     for nb in chosen):
+        return 0
+    try:
+        path = document.write(profile, root)
+    except (ValueError, OSError) as error:
+        print(f"error: the findings page of {profile.name!r} could not be written from its tables: {error}",
+              file=sys.stderr)
+        return 1
+    print(f"findings: {path}")
+    return 0
+
+
 # ---------------------------------------------------------------- the command
 
 def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=False, jobs=1, timeout=3600,
-               notebooks_dir=None, progress=True, executed_dir=None, workers=1, since=None, glue_dir=None):
+               notebooks_dir=None, progress=True, executed_dir=None, workers=1, since=None, glue_dir=None,
+               workers_per_gpu=None):
     """Run the notebooks for `profile`; return the exit status (0: all ran; 1: some failed; 2: refused).
 
     First the chosen notebooks' planned runs that the store lacks are trained (train_first, a sweep),
     then the notebooks run, read them and write their tables and figures (credited to them: credit_files).
+    A profile other than the default (a study, smoke, paper) then gets its findings page from those tables
+    (write_findings); the default profile's FINDINGS.md is written apart (python -m adapterlab.report.document).
 
     profile        smoke | default | paper | a study file (.toml, studies.py): a name, a path or a Profile
     only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
@@ -501,8 +532,10 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
                    run: pass the time it printed)
     workers        runs trained side by side before the notebooks run (a sweep; on CPU the cores are
                    shared out, which trains more examples per second than one run on all of them)
-    out            write data/, figures/ and build/ under this directory (the kernels get it as `root`)
+    out            write data/, figures/, build/ and findings/ under this directory (the kernels get it as `root`)
     dry_run        list what would run and the planned units of work (costs.dry_run), running nothing
+    workers_per_gpu  runs sharing each GPU in the sweep (None: one); given, the dry run estimates the missing
+                   runs on a GPU (the committed GPU check's step) rather than on this machine
     jobs           notebooks run in parallel worker processes (capped by the cores and the notebooks)
     timeout        seconds allowed per cell (None or 0: no limit)
     notebooks_dir  where the NN_name.ipynb files are (default: the checkout's notebooks/)
@@ -518,6 +551,8 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     chosen = select(found, only)
     jobs = max(1, min(int(jobs or 1), os.cpu_count() or 1, len(chosen)))
     workers = max(1, int(workers or 1))
+    if workers_per_gpu is not None and workers_per_gpu < 1:
+        raise ValueError(f"--workers-per-gpu must be at least 1 (got {workers_per_gpu})")
     root = profiles.project_root(out)
     out_dir = Path(executed_dir) if executed_dir else build_dir(profile.name, out)
     env = kernel_env(jobs)
@@ -526,7 +561,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     parameters = notebook_parameters(profile, since, out)
 
     if dry_run:
-        return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters)
+        return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters, workers_per_gpu)
     if profile.name == "paper" and not _cuda_available():
         print(f"error: the {profile.name!r} profile trains bert-base / t5-base on GLUE: it needs a CUDA GPU and "
               "access to the Hugging Face hub, and no GPU is visible here. See what it would run with "
@@ -535,7 +570,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
         return 2
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    status = train_first(profile, chosen, workers, since, root, progress, glue_dir)
+    status = train_first(profile, chosen, workers, since, root, progress, glue_dir, workers_per_gpu or 1)
     if status:  # interrupted (130) or runs failed (1, named above): the notebooks would train them one by one
         print(f"regenerate: training stopped before the notebooks ran (status {status}); rerun with --since "
               f"{since} to resume" if since else f"regenerate: training stopped (status {status}); rerun to resume",
@@ -545,4 +580,5 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     outcomes = run_notebooks(notebook_jobs(chosen, parameters, env, out_dir, notebooks_dir, timeout), jobs,
                              progress, desc=f"regenerate {profile.name}")
     credit_files(outcomes, before, written(root, profile.name))
-    return report(outcomes, root, out_dir, profile.name, since)
+    status = report(outcomes, root, out_dir, profile.name, since)
+    return write_findings(profile, chosen, root) or status

@@ -84,19 +84,22 @@ class Timing:
     batch_size: int
     max_length: int
 
-    def run_seconds(self, config, sizes, eval_cap):
+    def run_seconds(self, config, sizes, eval_cap, scale=1.0):
         """A run's estimated seconds: the backbone's load, its steps and its evaluations (validation each
-        eval_every steps and test once, a forward pass costing half an adapter step per example)."""
+        eval_every steps and test once, a forward pass costing half an adapter step per example). `scale`: how
+        many times a timed example each of the run's examples costs (costs.flops_ratio: another backbone or
+        length; here 1, as init times the study's own)."""
         t = config.train
         n = config.train_size or sizes["train"]
         per_epoch = math.ceil(n / t.batch_size)
         steps = t.max_steps or math.ceil(t.epochs * per_epoch)
         evaluations = math.ceil(steps / (t.eval_every or per_epoch))
-        step = self.step_seconds * t.batch_size / self.batch_size
+        example = self.step_seconds * scale / self.batch_size  # one example's share of a timed step
+        step = example * t.batch_size
         weight = FULL_BACKWARD if method(config.method, **config.method_args).trains == "all" else 1.0
         cap = eval_cap or math.inf
         examples = evaluations * min(sizes["validation"], cap) + min(sizes["test"], cap)
-        return self.load_seconds + steps * step * weight + examples * self.step_seconds / self.batch_size / 2
+        return self.load_seconds + steps * step * weight + examples * example / 2
 
 
 def load_timed(backbone, num_labels):

@@ -1,9 +1,15 @@
-"""FINDINGS.md and the README's table of claims: every training notebook's reading (findings.py) together,
-each declared paper claim (claims.py) with its verdict before and after Holm's correction over all the tested
-claims, the exact checks apart, and what the whole study costs from scratch, summed from the stored runs.
+"""A profile's findings page: every training notebook's reading (findings.py) together, each declared paper
+claim (claims.py) with its verdict before and after Holm's correction over all the tested claims, the exact
+checks apart, and what the whole study costs from scratch, summed from the stored runs.
 
-    python -m adapterlab.report.document --profile default --write   # FINDINGS.md and the README's claims table
-    print(document.report("default"))                                 # the same text, printed
+    python -m adapterlab.report.document --profile default --write        # FINDINGS.md and the README's claims
+    python -m adapterlab.report.document --profile reviews.toml --write   # findings/reviews.md
+    print(document.report("default"))                                      # the page's body, printed
+
+The default profile's page is FINDINGS.md, its claims also a table in the README (both committed). Any other
+profile's, a study's above all, is <root>/findings/<name>.md (page_path), beside its data/results/<name>/ and
+figures/<name>/: the same readings from its own tables, the claims naming its task with the papers' numbers
+beside them, under a header that says what it studies (header).
 """
 import argparse
 import math
@@ -12,11 +18,15 @@ from collections import Counter
 from pathlib import Path
 
 from ..experiments import families, profiles, stats
+from ..training import files
+from ..training import tasks as task_registry
 from . import provenance
 from .findings import READERS, budget_control, judged, load
 from .lesson import teaching, teaching_table, test_examples
 
 BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.document --write) -->", "<!-- claims:end -->"
+COMMITTED = "default"  # the profile whose page is FINDINGS.md, with its claims in the README
+PAGES = "findings"  # <root>/findings/<name>.md: the page of every other profile
 FINDINGS_HEADER = """# Findings of the `default` profile
 
 MiniLM-L6 on airline sentiment, on CPU: every reading of notebooks 03-08, each paper claim with its verdict,
@@ -25,6 +35,45 @@ the interval that decides it and the paper's own number. Generated from the comm
 them. How the runs were made and judged, and every change to those rules, is in docs/protocol.md.
 
 """
+PAGE_HEADER = """# Findings of {title}
+
+{description}. {tasks}, backbone `{backbone}`: every reading of the notebooks whose tables are stored, each
+paper claim judged on its task with its verdict, the interval that decides it and the paper's own number beside
+it (the papers measured their own tasks and models). Generated from the records and tables in
+`data/results/{name}/` by `python -m adapterlab.report.document --profile {given} --write`; how the runs are
+made and judged is in docs/protocol.md.
+
+"""
+
+
+def given_name(profile):
+    """How the command line names a profile: a study by its file's name, a built-in profile by its own."""
+    return Path(profile.source).name if profile.source else profile.name
+
+
+def task_text(task):
+    """A task as a page names it: a study's own data with its file (or hub dataset) and columns; any other task
+    by its name."""
+    spec = task_registry.DATA_TASKS.get(task)
+    if spec is None:
+        return f"`{task}`"
+    base, options = files.parse_spec(spec)
+    data = base if base.startswith(files.HF_PREFIX) else Path(base).name
+    text = " + ".join(options.get("text", files.DEFAULT_TEXT))
+    return f"`{task}` ({data}: text {text}, label {options.get('label', [files.DEFAULT_LABEL])[-1]})"
+
+
+def header(profile):
+    """The page's opening: FINDINGS_HEADER for the default profile; for any other, what it studies (its task
+    and data, its backbone, its study file) and how the page is made."""
+    p = profiles.resolve(profile)
+    if p.name == COMMITTED:
+        return FINDINGS_HEADER
+    title = f"the study `{p.name}` ({given_name(p)})" if p.source else f"the `{p.name}` profile"
+    return PAGE_HEADER.format(title=title, description=p.description[:1].upper() + p.description[1:],
+                              tasks=("Task " if len(p.tasks) == 1 else "Tasks ") + ", ".join(map(task_text, p.tasks)),
+                              backbone=p.backbone, name=p.name,
+                              given=given_name(p))
 
 
 def corrected(rows):
@@ -108,10 +157,12 @@ def tally(rows):
                if done else ""))
 
 
-def report(profile="default"):
-    """FINDINGS.md's body: every reading, closed by the list of every paper claim with its verdict and the
-    numbers behind it, and the cost of making it all from scratch."""
-    out, rows = readings(profile)
+def report(profile="default", root=None):
+    """A page's body (FINDINGS.md's for the default profile): every reading from the tables under `root`, closed
+    by the list of every paper claim with its verdict and the numbers behind it, and the cost of making it all
+    from scratch."""
+    profile = profiles.resolve(profile)
+    out, rows = readings(profile, root)
     if rows:
         out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}; each hypothesis, "
                 f"its split and its members declared before the data in adapterlab.report.claims; margin "
@@ -123,8 +174,8 @@ def report(profile="default"):
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
                     "", *checks_table(rows), ""]
-        out += undecidable(load(profile, "power"))
-    out.append(total_time(profile))
+        out += undecidable(load(profile, "power", root))
+    out.append(total_time(profile, root))
     return "\n".join(out).strip() + "\n"
 
 
@@ -148,35 +199,44 @@ def undecidable(power):
             *[f"- {r.claim}: at most {r.chance:.0%} ({r.design})" for r in low.itertuples()], ""]
 
 
-def notebook_seconds(profile):
-    """{notebook stem: (seconds, device)}: what each training notebook's stored runs took to make
+def notebook_seconds(profile, root=None):
+    """{notebook stem: (seconds, device)}: what each training notebook's runs stored under `root` took to make
     (0 when none is stored), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
     out = {}
     for stem, family in families.NOTEBOOK_FAMILY.items():
-        records = provenance.stored_runs(profile, family)
+        records = provenance.stored_runs(profile, family, root)
         cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
         out[stem] = (provenance.cost(records)[0], "gpu" if cuda else "cpu")
     return out
 
 
-def total_time(profile):
-    """One line: what `make figures-fresh` costs, summed from the stored runs of every notebook."""
-    seconds = notebook_seconds(profile)
+def fresh_command(profile):
+    """The command that makes a profile's records from scratch."""
+    p = profiles.resolve(profile)
+    if p.name == COMMITTED:
+        return "make figures-fresh"
+    return f"python -m adapterlab regenerate --profile {given_name(p)} --fresh"
+
+
+def total_time(profile, root=None):
+    """One line: what making the profile's records from scratch costs (fresh_command), summed from the runs
+    stored under `root` of every notebook that stores any."""
+    seconds = notebook_seconds(profile, root)
     missing = [family for stem, family in families.NOTEBOOK_FAMILY.items()
                if family in families.FAMILIES and not seconds[stem][0]]
-    listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items())
+    listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items() if s) or "none stored"
     total = sum(s for s, _ in seconds.values())
     where = provenance.machines([r for family in families.NOTEBOOK_FAMILY.values()
-                                 for r in provenance.stored_runs(profile, family)])
-    return (f"**From scratch in all** (`make figures-fresh`): {total / 3600:.1f} h of stored "
+                                 for r in provenance.stored_runs(profile, family, root)])
+    return (f"**From scratch in all** (`{fresh_command(profile)}`): {total / 3600:.1f} h of stored "
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
             f"({where}; a run trained beside others counts for its share: run_seconds / workers)"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 
-def claims_summary(profile="default"):
+def claims_summary(profile="default", root=None):
     """The README's short table: each paper claim and its verdict, the full numbers being in FINDINGS.md."""
-    rows = readings(profile)[1]
+    rows = readings(profile, root)[1]
     out = [f"{tally(rows)} (margin ±{stats.MARGIN * 100:g} points, fixed in advance).", "",
            "| notebook | claim | declared hypothesis | split | verdict | after Holm | paper |",
            "|---|---|---|---|---|---|---|"]
@@ -187,29 +247,47 @@ def claims_summary(profile="default"):
     return "\n".join(out) + "\n"
 
 
-def findings_document(profile="default"):
-    """FINDINGS.md as the records give it."""
-    return FINDINGS_HEADER + report(profile)
+def findings_document(profile="default", root=None):
+    """A profile's page (FINDINGS.md for the default profile) as the records under `root` give it."""
+    return header(profile) + report(profile, root)
+
+
+def page_path(profile, root=None):
+    """Where a profile's page goes, root as profiles.project_root(root) gives it: <root>/FINDINGS.md for the
+    default profile; <root>/findings/<name>.md for any other (a study, smoke, paper), beside its data and figures."""
+    p, root = profiles.resolve(profile), profiles.project_root(root)
+    return root / "FINDINGS.md" if p.name == COMMITTED else root / PAGES / f"{p.name}.md"
 
 
 def write(profile="default", root=None):
-    """Write FINDINGS.md and the README's claims table (between BEGIN and END) from the records."""
+    """Write the profile's page (page_path) from the records under `root`, and for the default profile the
+    README's claims table too (between BEGIN and END); return the page's path."""
     from ..methods.atomic import atomic_write
-    root = Path(root or profiles.project_root())
+    p, root = profiles.resolve(profile), profiles.project_root(root)
+    path = page_path(p, root)
+    if p.name != COMMITTED:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, findings_document(p, root))
+        return path
     readme = root / "README.md"
     text = readme.read_text()
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
     if not pattern.search(text):
         raise ValueError(f"{readme} has no claims markers; put {BEGIN} and {END} where the table goes")
-    atomic_write(root / "FINDINGS.md", findings_document(profile))
-    atomic_write(readme, pattern.sub(lambda _: f"{BEGIN}\n{claims_summary(profile)}{END}", text))
+    atomic_write(path, findings_document(p, root))
+    atomic_write(readme, pattern.sub(lambda _: f"{BEGIN}\n{claims_summary(p, root)}{END}", text))
+    return path
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m adapterlab.report.document", description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", default="default")
-    parser.add_argument("--write", action="store_true", help="write FINDINGS.md and the README's claims table")
+    parser.add_argument("--profile", default="default", help="smoke | default | paper | a study file (.toml)")
+    parser.add_argument("--out", help="the data/results/ read and the page written under this directory "
+                                      "(default: the checkout)")
+    parser.add_argument("--write", action="store_true",
+                        help="write the page: FINDINGS.md and the README's claims table (default profile), else "
+                             "findings/<name>.md")
     args = parser.parse_args()
     if args.write:
-        write(args.profile)
-    print(report(args.profile))
+        write(args.profile, args.out)
+    print(report(args.profile, args.out))

@@ -15,8 +15,12 @@ from ..experiments import profiles
 
 def stored_runs(profile, family, root=None):
     """The stored records of the family's current plan (03's "teaching": the notebook's default runs) in
-    the store under `root`."""
+    the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
+    and 08, whose plans need packaged tasks of the study's number of classes)."""
     from ..experiments import planning, running  # torch and the models: only when asked
+    from ..experiments.results import ResultStore
+    if not ResultStore(profiles.results_dir(profile, root)).path(family).is_file():
+        return []
     store = running.store_of(profile, root=root)
     return [r for unit in planning.work(profile, family, store)
             if unit.family == family and (r := store.get(unit.key, family)) is not None]

@@ -33,6 +33,7 @@ CPU_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16",
              "amx_bf16": "AMX-BF16"}
 NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 GPU_BUDGET_S = 180  # the whole GPU part, both dtypes, model loading included
+GPU_CHECK_SHAPE = (32, 128)  # batch x tokens of the GPU part's steps (what costs.gpu_speed scales)
 PRECISION = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
@@ -141,7 +142,8 @@ def step_check(device, dtype=torch.float32, backbone="default", steps=8, batch_s
     params = dict(model.named_parameters())
     changed = sorted(n for n, before in frozen.items() if not torch.equal(params[n], before))
     loss_fell = len(losses) > 1 and losses[-1] < losses[0]
-    return {"device": str(device), "dtype": precision, "backbone": backbone, "steps": len(losses),
+    return {"device": str(device), "dtype": precision, "backbone": backbone, "batch_size": batch_size,
+            "seq_len": seq_len, "steps": len(losses),
             "losses": losses, "loss_fell": loss_fell, "frozen_unchanged": not changed,
             "frozen_changed": changed[:5], "step_seconds": statistics.median(seconds[1:] or seconds),
             "peak_memory_mb": memory.peak_mb, "passed": loss_fell and not changed}
@@ -156,7 +158,8 @@ def gpu_checks(backbone="default", budget_s=GPU_BUDGET_S) -> list[dict]:
         if time.perf_counter() > deadline:
             out.append({"dtype": PRECISION[dtype], "passed": False, "skipped": "out of time"})
             continue
-        out.append(step_check("cuda", dtype, backbone=backbone, steps=20, batch_size=32, seq_len=128,
+        batch_size, seq_len = GPU_CHECK_SHAPE
+        out.append(step_check("cuda", dtype, backbone=backbone, steps=20, batch_size=batch_size, seq_len=seq_len,
                               deadline=deadline))
     return out
 

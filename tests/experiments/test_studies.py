@@ -3,7 +3,8 @@
 A study written here loads as the Profile its settings describe, its data under the task's own name; each
 bad study or bad data file is one line of error, with the records already stored left as they were; study
 init on a small CSV (four classes, sentence pairs) with the tiny random model writes a study that loads and
-plans; and, marked slow, init then regenerate draws the figures of notebooks 04-07 from it.
+plans; and, marked slow, init then regenerate draws the figures of notebooks 04-07 from it and writes its
+findings page.
 """
 import json
 import math
@@ -20,6 +21,7 @@ from adapterlab.__main__ import main
 from adapterlab.experiments import planning, profiles, running, studies
 from adapterlab.experiments import study_init as si
 from adapterlab.experiments.families import FAMILIES
+from adapterlab.report import document
 from adapterlab.training import files
 from adapterlab.training import tasks as task_registry
 from adapterlab.training.backbones import default_tokenizer
@@ -242,6 +244,20 @@ def test_records_without_an_identity_are_not_claimed(study, root, capsys):
     assert not (folder / studies.IDENTITY).exists()
 
 
+def test_a_studys_findings_page_goes_beside_its_data_under_its_own_header(study, root):
+    path = document.write(str(study), root)
+    assert path == root.resolve() / "findings" / "qa.md"
+    page = path.read_text()
+    assert page.startswith("# Findings of the study `qa` (qa.toml)\n\nA study of qa (qa.toml). Task `qa` (qa.csv: text "
+                           "question + answer, label topic), backbone `tiny`: every reading")
+    assert "`python -m adapterlab.report.document --profile qa.toml --write`" in page and "airline" not in page
+    assert page.endswith("(`python -m adapterlab regenerate --profile qa.toml --fresh`): 0.0 h of stored training runs "
+                         "(minutes per notebook: none stored), as timed on the machines that made them (no run "
+                         "stored; a run trained beside others counts for its share: run_seconds / workers); "
+                         "layer_removal, init_scale, param_performance, low_resource not stored yet, so more.\n")
+    assert not (root / "data").exists()  # a page reads the store: it claims no folder
+
+
 # ----------------------------------------------------------------------------- study init
 
 TIMING = si.Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, max_length=32)
@@ -370,3 +386,12 @@ def test_study_init_then_regenerate_draws_notebooks_04_to_07(tmp_path, fixed_tim
     drawn = {p.stem for p in figures.iterdir()}
     for stem in ("layer_removal", "init_scale", "low_resource"):
         assert any(name.startswith(stem) for name in drawn), (stem, drawn)
+    # the study's findings page, beside its data: its own header, and every claim judged on its task
+    page = (tmp_path / "out" / "findings" / "qa-study.md").read_text()
+    assert page.startswith("# Findings of the study `qa-study` (qa-study.toml)\n")
+    assert "Task `qa` (qa.csv: text question + answer, label topic), backbone `tiny`" in page
+    assert "airline" not in page and "make figures-fresh" not in page
+    claims = [line for line in page.splitlines() if line.startswith(("| 04 |", "| 05 |", "| 06 |", "| 07 |"))]
+    assert {"05", "07"} <= {line[2:4] for line in claims}, claims  # 06's claims need settings SMALL leaves out
+    assert all(line.split(" | ")[1].startswith("qa: ") for line in claims), claims
+    assert all(line.rstrip(" |").split(" | ")[-1] != "" for line in claims)  # each with the paper's number

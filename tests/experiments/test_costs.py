@@ -1,0 +1,96 @@
+"""What a plan costs (experiments/costs.py): a stored run's hours are the ones its record measured, on the machine
+it names; a missing run's are a measured training step (this machine's, or the committed H200 check's) scaled to
+the run's steps, batch, evaluations, backbone and tokens.
+"""
+import io
+import json
+import math
+
+import pytest
+
+from adapterlab.experiments import costs, planning, profiles
+from adapterlab.experiments.results import ResultStore
+from adapterlab.experiments.study_init import Timing
+from adapterlab.training.train import RunConfig, TrainConfig
+
+TIMING = Timing("test machine", step_seconds=0.1, load_seconds=2.0, batch_size=32, max_length=64)
+
+
+def config(**changes):
+    train = TrainConfig(**{"max_steps": 100, "eval_every": 50, "batch_size": 32, **changes.pop("train", {})})
+    return RunConfig(**{"backbone": "default", "task": "synthetic", "method": "houlsby", "max_length": 64,
+                        "train": train, **changes})
+
+
+def test_the_gpu_speed_is_the_committed_reports_bf16_step():
+    report = json.loads(costs.GPU_REPORT.read_text())
+    bf16 = next(c for c in report["gpu_checks"] if c["dtype"] == "bf16")
+    speed = costs.gpu_speed()
+    assert speed.step_seconds == bf16["step_seconds"] and round(speed.step_seconds * 1000, 1) == 16.4
+    assert (speed.batch_size, speed.max_length) == (32, 128) and speed.load_seconds == 0.0  # the report's shape
+    assert speed.device == "NVIDIA H200, bf16 (doctor.json)"
+
+
+def test_a_gpu_report_without_a_passed_check_is_refused(tmp_path):
+    path = tmp_path / "doctor.json"
+    path.write_text(json.dumps({"gpu": {"name": "X"}, "gpu_checks": [{"dtype": "bf16", "passed": False}]}))
+    with pytest.raises(ValueError, match="holds no passed GPU check of the 'default' backbone"):
+        costs.gpu_speed(path)
+    with pytest.raises(FileNotFoundError, match="no GPU report at"):
+        costs.gpu_speed(tmp_path / "gone.json")
+
+
+def test_an_estimate_is_the_timed_step_scaled_to_the_run():
+    sizes = costs.split_sizes("synthetic")
+    cap = 100
+    examples = 2 * min(sizes["validation"], cap) + min(sizes["test"], cap)  # 100 steps, validated every 50, tested once
+    # the timed shape: the load, 100 steps of 0.1 s, each evaluated example half an example's share of a step
+    expected = 2.0 + 100 * 0.1 + examples * 0.1 / 32 / 2
+    assert costs.flops_ratio(config(), TIMING) == 1.0
+    assert costs.estimated_seconds(config(), TIMING, cap) == pytest.approx(expected, rel=1e-12)  # float order only
+    # twice the batch doubles the steps' share; full fine-tuning's backward is 1.5 times an adapter step's
+    assert costs.estimated_seconds(config(train={"batch_size": 64}), TIMING, cap) == pytest.approx(expected + 10.0)
+    assert costs.estimated_seconds(config(method="full"), TIMING, cap) == pytest.approx(expected + 5.0)
+    # twice the tokens: twice the weights' FLOPs and four times attention's, a few percent of them at this width
+    longer = costs.flops_ratio(config(max_length=128), TIMING)
+    assert 2.0 < longer < 2.2
+    assert costs.estimated_seconds(config(max_length=128), TIMING, cap) == pytest.approx(2.0 + (expected - 2.0) * longer)
+    bert = costs.forward_flops(costs.SHAPES["bert-base-uncased"], 64) / costs.forward_flops(costs.SHAPES["default"], 64)
+    assert costs.flops_ratio(config(backbone="bert-base-uncased"), TIMING) == bert and 7 < bert < 9
+    assert costs.estimated_seconds(config(backbone="someone/their-model"), TIMING, cap) is None
+
+
+def test_the_dry_run_reports_stored_hours_as_measured_and_estimates_the_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(costs, "speed_here", lambda: TIMING)
+    p = profiles.get("default")
+    plan = planning.plan(p, "init_scale")
+    profiles.results_dir(p, tmp_path).mkdir(parents=True)
+    store = ResultStore(profiles.results_dir(p, tmp_path))
+    store.put(planning.run_key(plan[0], p, "init_scale"), {"run_seconds": 7200.0, "train_seconds": 7000.0,
+                                                          "machine": "Test CPU (AVX2)"}, "init_scale")
+    out = io.StringIO()
+    costs.dry_run(p, families=("init_scale",), verbose=False, file=out, root=tmp_path)
+    text = out.getvalue()
+    assert "stored: 1 runs, 2.0 h as their records measured them (run_seconds, each run whole; on Test CPU (AVX2) " \
+           "1 run(s))" in text
+    table = costs.plan_table(p, ("init_scale",), tmp_path, TIMING)
+    assert f"missing: {len(plan) - 1:,} runs, about {table['estimated_hours'].sum():,.1f} h on test machine (a " \
+           "training step of the packaged MiniLM, 32 x 64 tokens, measured at 100.0 ms;" in text
+    assert table["stored_hours"].sum() == 2.0 and table["measured_on"].tolist() == ["Test CPU (AVX2)"]
+    cap = planning.eval_size(p, "init_scale")
+    hours = sum(costs.estimated_seconds(c, TIMING, cap) for c in plan[1:]) / 3600
+    assert hours > 0.1 and math.isclose(table["estimated_hours"].sum(), hours, abs_tol=0.005 * len(table))  # 0.01 h
+    assert "gpu_hours" not in table
+
+
+def test_asked_for_a_gpu_the_dry_run_estimates_on_the_committed_h200(tmp_path, monkeypatch):
+    monkeypatch.setattr(costs, "speed_here", lambda: pytest.fail("a GPU estimate timed this machine"))
+    out = io.StringIO()
+    costs.dry_run("paper", families=("init_scale",), verbose=False, file=out, root=tmp_path, gpu=True)
+    speed, p = costs.gpu_speed(), profiles.get("paper")
+    table = costs.plan_table(p, ("init_scale",), tmp_path, speed)
+    assert f"about {table['estimated_hours'].sum():,.1f} h on NVIDIA H200, bf16 (doctor.json) (a training step of " \
+           "the packaged MiniLM, 32 x 128 tokens, measured at 16.4 ms;" in out.getvalue()
+    cap = planning.eval_size(p, "init_scale")
+    hours = sum(costs.estimated_seconds(c, speed, cap) for c in planning.plan(p, "init_scale")) / 3600
+    assert math.isclose(table["estimated_hours"].sum(), hours, abs_tol=0.005 * len(table))  # each rounded to 0.01 h
