@@ -260,7 +260,7 @@ def test_training_first_sweeps_with_its_own_workers_and_the_since_time(tiny_note
     [(profile, kw, env)] = seen
     assert profile.name == SMOKE  # resolved once, in regenerate
     assert kw == dict(only=["init_scale"], max_parallel=3, progress=False, fresh="2026-01-01T00:00:00+00:00",
-                      root=tmp_path.resolve(), glue_dir=None)
+                      root=tmp_path.resolve(), glue_dir=None, workers_per_gpu=1)
     assert env == before
 
 

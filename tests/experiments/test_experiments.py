@@ -95,7 +95,7 @@ def test_layer_removal_table(smoke):
     assert timings["cached_seconds"] > 0 and timings["naive_seconds"] > 0 and timings["examples"] > 0
     # the span evaluation is stored, and the adapter checkpoint sits in the store's folder
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
-    assert len(store.records(planning.SPANS)) == 1
+    assert [e["config"]["split"] for e in store.records(planning.SPANS)] == ["validation", removal.HELD_OUT]
     [run] = store.records("layer_removal")
     assert (store.root / "checkpoints" / run["key"] / "adapter.safetensors").is_file()
     # the no-removal score is the trained run's best validation score (same examples, same batches)

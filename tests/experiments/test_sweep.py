@@ -218,10 +218,11 @@ def test_a_sweep_of_04_trains_its_run_then_scores_its_spans_from_the_adapter_it_
     assert sw.sweep("smoke", root=out, only="04", progress=False) == 0
     store = ResultStore(out / "data" / "results" / "smoke")
     [config] = planning.scored_runs("smoke", store).values()
-    [spans] = store.records(planning.SPANS)
+    spans, held_out = store.records(planning.SPANS)  # the heatmap's on validation, the claims' held out
     assert spans["key"] == config_key(planning.span_key("smoke", config))
+    assert held_out["key"] == config_key(planning.span_key("smoke", config, "held-out"))
     run = store.get(planning.run_key(config, "smoke", "layer_removal"), "layer_removal")
-    assert len(spans["record"]["spans"]) == 3  # the tiny backbone's two blocks: spans [0, 0], [0, 1], [1, 1]
+    assert len(spans["record"]["spans"]) == len(held_out["record"]["spans"]) == 3  # two blocks: [0, 0], [0, 1], [1, 1]
     # no span removed: the trained model on the same validation examples, so exactly its best validation score
     assert spans["record"]["full"] == pytest.approx(run["validation"], abs=1e-9)
     assert sw.missing("smoke", "04", root=out) == []
