@@ -158,6 +158,19 @@ def test_layer_removal_claims_read_its_spans_on_examples_the_run_never_trained_o
     assert findings.judged("smoke", "layer_removal", smoke["out"])["split"].eq(removal.HELD_OUT).all()
 
 
+def test_held_out_spans_are_scored_on_train_examples_the_run_never_saw():
+    config = planning.plan("smoke", "layer_removal")[0]
+    task = load_task(config.task, train_size=config.train_size, seed=config.train.seed)
+    field = task.text_fields[0]
+    held = removal.scored_split(config, task, removal.HELD_OUT, 50)
+    assert set(held.splits) == {"train", removal.HELD_OUT} and len(held.splits[removal.HELD_OUT]) == 50
+    assert not set(held.splits[removal.HELD_OUT][field]) & set(task.splits["train"][field])
+    with pytest.raises(ValueError, match="trained on all of it: set the family's train_size"):
+        removal.scored_split(replace(config, train_size=None), task, removal.HELD_OUT, 50)
+    with pytest.raises(ValueError, match="scored on 'validation' or 'held-out', not 'test'"):
+        removal.scored_split(config, task, "test", 50)
+
+
 def test_a_table_of_a_plan_the_store_lacks_names_the_runner_that_trains_it(tmp_path):
     # smoke's 3 stds x 2 seeds, and its budget control (std 1e-3 at twice the steps) at both seeds
     with pytest.raises(ValueError, match=r"lacks 8 planned unit\(s\) of init_scale .*"
