@@ -174,7 +174,9 @@ def report(profile="default", root=None):
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
                     "", *checks_table(rows), ""]
-        out += undecidable(load(profile, "power", root))
+        decided = {title for _, title, _, h in corrected(rows)
+                   if h.label in stats.VERDICTS and h.label != "inconclusive"}
+        out += undecidable(load(profile, "power", root), decided)
     out.append(total_time(profile, root))
     return "\n".join(out).strip() + "\n"
 
@@ -183,14 +185,15 @@ def report(profile="default", root=None):
 FEASIBLE = 0.5
 
 
-def undecidable(power):
+def undecidable(power, decided=()):
     """Markdown lines naming the claims no design considered (power.csv, written by `python -m
     adapterlab.report.power --write` before the designs' runs) would decide after Holm with a chance of FEASIBLE
-    or more: the best chance of each, and its design."""
+    or more: the best chance of each, and its design. A claim in `decided` (titles whose verdict after Holm is
+    decisive) is left out: its data settled it, whatever its chance was."""
     if power is None or power.empty:
         return []
     best = power.sort_values("chance", kind="stable").groupby("claim", sort=False).tail(1)
-    low = best[best["chance"] < FEASIBLE]
+    low = best[(best["chance"] < FEASIBLE) & ~best["claim"].isin(set(decided))]
     if low.empty:
         return []
     return [f"**Claims no feasible design here decides** (the chance of a decisive verdict after Holm below "

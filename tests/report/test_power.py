@@ -81,3 +81,4 @@ def test_findings_name_the_claims_no_design_considered_decides():
     # "a" stays below 50% under every design (its best chance is named with its design); "b" reaches it
     assert [line for line in lines if line.startswith("- ")] == ["- a: at most 45% (large)"]
     assert document.undecidable(None) == [] and document.undecidable(power.iloc[2:]) == []
+    assert document.undecidable(power, decided={"a"}) == []  # decided after all: no longer named
