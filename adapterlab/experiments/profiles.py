@@ -298,7 +298,7 @@ PROFILES = {
         low_resource=dict(sizes=(100, 500, 1000, 2000, 4000), methods=("compacter++", "full", "houlsby"),
                           lr_grid={**{m: DEFAULT_LR_GRID[m] for m in ("full", "houlsby")},
                                    "full": (1e-5, *DEFAULT_LR_GRID["full"]), "compacter++": (1e-3, 3e-3, 1e-2, 3e-2)},
-                          lr_choice_size=1000, lr_choice_seeds=(0, 1), seeds=(0, 1, 2),
+                          lr_choice_size=1000, lr_choice_seeds=(0, 1), seeds=(0, 1, 2, 3, 4),  # the power design's
                           method_seeds={"houlsby": (0,)},  # Houlsby is our addition to the figure: one seed
                           steps=375, evaluations=6,  # three epochs of the largest subset
                           budget_control=(("full", 4000), ("compacter++", 4000))),  # the fewest epochs
