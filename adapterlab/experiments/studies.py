@@ -115,11 +115,19 @@ def plain(value):
     return value
 
 
+SPLIT_STEMS = {"train", "training", "dev", "validation", "test", "data"}  # names of a split, not of a task
+
+
 def task_name_for(data) -> str:
-    """The default name of a study's task: the data file's stem ("reviews.csv" -> "reviews"), or a hub
+    """The default name of a study's task: the data file's stem ("reviews.csv" -> "reviews"), or its
+    folder's name when the stem names a split ("deflategate/train.csv" -> "deflategate"), or a hub
     dataset's name and config ("hf:glue:sst2" -> "glue-sst2"), as letters, digits, '-' and '_'."""
     data = str(data)
-    stem = data.removeprefix(files.HF_PREFIX).replace("/", "-") if data.startswith(files.HF_PREFIX) else Path(data).stem
+    if data.startswith(files.HF_PREFIX):
+        stem = data.removeprefix(files.HF_PREFIX).replace("/", "-")
+    else:
+        path = Path(data).resolve()
+        stem = path.parent.name if path.stem.lower() in SPLIT_STEMS and path.parent.name else path.stem
     return re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-_") or "data"
 
 
@@ -243,7 +251,7 @@ def _register_task(table, folder, where):
                       validation=paths.get("validation"), test=paths.get("test"))
     files.stamp(spec)  # a missing file: FileNotFoundError naming it
     try:
-        return task_registry.register_data(table.get("name") or task_name_for(table["data"]), spec)
+        return task_registry.register_data(table.get("name") or task_name_for(paths["data"]), spec)
     except ValueError as error:
         raise ValueError(f"{where}: {error} (name = \"...\" in [task] names it)") from None
 

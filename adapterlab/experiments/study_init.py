@@ -11,8 +11,9 @@ learning-rate grids, init stds and budget controls, with the data's own max_leng
 train size and low-resource sizes. Its budget is the largest of SCALES whose estimated time fits --hours.
 
 The estimate counts every run of the plan (planning.plan, each grid as if its choice were made) at the
-measured step time. It leans high: the timing pads every example to max_length, where training batches
-are length-bucketed; it leaves out notebook 04's scoring of the spans of removed layers (evaluation only).
+step time measured at the length the data's length-bucketed batches pad to on average (tasks.padded_length),
+not at max_length, which only bounds it; it leaves out notebook 04's scoring of the spans of removed layers
+(evaluation only).
 A busy machine times slow, and its study comes out smaller.
 Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
 """
@@ -50,34 +51,39 @@ FULL_BACKWARD = 1.5  # a step that trains every weight, relative to an adapter s
 @dataclass(frozen=True)
 class DataSummary:
     """What init learns from the data: the task as train --task names it (files.spec), its classes and
-    how many train examples each has, its split sizes and the max_length its texts need."""
+    how many train examples each has, its split sizes, the max_length its texts need and the tokens its
+    length-bucketed training batches pad to on average (batch_length: what a step costs)."""
     spec: str
     classes: tuple
     counts: tuple
     sizes: dict
     max_length: int
     pairs: bool
+    batch_length: int
 
     def balance(self):
         total = sum(self.counts)
         return ", ".join(f"{c} {n / total:.1%}" for c, n in zip(self.classes, self.counts))
 
 
-def read_data(spec, model, tokenizer) -> DataSummary:
+def read_data(spec, model, tokenizer, batch_size) -> DataSummary:
     """Read and check the data (tasks.load_task: a missing column, a single class are refused) and summarise;
-    max_length fitted to the train texts under this backbone (tasks.fit_max_length)."""
+    max_length fitted to the train texts under this backbone (tasks.fit_max_length), and the length their
+    batches of `batch_size` pad to once cut there (tasks.padded_length, rounded up)."""
     task = task_registry.load_task(spec)
     counts = np.bincount(np.asarray(task.splits["train"]["label"]), minlength=task.num_labels)
-    max_length = task_registry.fit_max_length(task_registry.token_lengths(task, tokenizer), input_limit(model, tokenizer))
+    lengths = task_registry.token_lengths(task, tokenizer)
+    max_length = task_registry.fit_max_length(lengths, input_limit(model, tokenizer))
+    batch_length = math.ceil(task_registry.padded_length(np.minimum(lengths, max_length), batch_size))
     return DataSummary(spec, tuple(task.label_names), tuple(int(n) for n in counts),
                        {split: len(data) for split, data in task.splits.items()}, max_length,
-                       len(task.text_fields) == 2)
+                       len(task.text_fields) == 2, batch_length)
 
 
 @dataclass(frozen=True)
 class Timing:
     """Seconds measured here: one training step (batch_size examples of max_length tokens, a Houlsby
-    adapter) and one load of the backbone."""
+    adapter; for a study, the length its batches pad to) and one load of the backbone."""
     device: str
     step_seconds: float
     load_seconds: float
@@ -306,8 +312,8 @@ def header(out, summary, timing, hours, seconds, runs, scale):
         f"{splits}; max_length {summary.max_length}.",
         f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs, about {seconds / 3600:.2f} "
         f"hours (measured {timing.step_seconds:.3f} s per training step of {timing.batch_size} examples x "
-        f"{timing.max_length} tokens, {timing.load_seconds:.1f} s to load the backbone; it leans high, as "
-        f"batches are length-bucketed). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
+        f"{timing.max_length} tokens, the length the data's length-bucketed batches pad to on average; "
+        f"{timing.load_seconds:.1f} s to load the backbone). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
         f"seed(s), {'every method' if methods == 'every' else 'the core methods'} of 06.",
     ]
 
@@ -357,8 +363,8 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
                          "or hf:NAME")
     classes = task_registry.load_task(spec).num_labels  # the data's errors (a missing column, one class) come first
     model, tokenizer, load_seconds = load_timed(backbone, classes)
-    summary = read_data(spec, model, tokenizer)
-    timing = time_training(backbone, DEFAULT.train["batch_size"], summary.max_length, load_seconds)
+    summary = read_data(spec, model, tokenizer, DEFAULT.train["batch_size"])
+    timing = time_training(backbone, DEFAULT.train["batch_size"], summary.batch_length, load_seconds)
     folder = out.parent
     table = task_table(task, text_columns, label_column, validation, test, folder)
     model = relative(backbone, folder) if Path(backbone).is_dir() else backbone

@@ -709,6 +709,30 @@ class Batches:
             yield batch
 
 
+def bucket_groups(lengths, batch_size: int, shuffle: bool, seed: int = 0, bucket_batches: int = 50) -> list:
+    """The example indices of each batch (see batches): training shuffles with `seed`, sorts by length
+    within chunks of `bucket_batches` batches, cuts and shuffles the batches; evaluation sorts by length."""
+    lengths = np.asarray(lengths)
+    rng = np.random.default_rng(seed)
+    if not shuffle:
+        order = np.argsort(lengths, kind="stable")
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    order, chunk = rng.permutation(len(lengths)), batch_size * bucket_batches
+    groups = []
+    for start in range(0, len(order), chunk):
+        part = order[start:start + chunk]
+        part = part[np.argsort(lengths[part], kind="stable")]
+        groups += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    return [groups[i] for i in rng.permutation(len(groups))]
+
+
+def padded_length(lengths, batch_size: int) -> float:
+    """The tokens a training batch of examples of these lengths pads to, on average (bucket_groups): what a
+    step costs, where max_length only bounds it."""
+    lengths = np.asarray(lengths)
+    return float(np.mean([lengths[g].max() for g in bucket_groups(lengths, batch_size, shuffle=True)]))
+
+
 def batches(encoded_split: datasets.Dataset, tokenizer, batch_size: int, shuffle: bool, seed: int = 0,
             bucket_batches: int = 50) -> Batches:
     """Length-bucketed batches with dynamic padding.
@@ -720,19 +744,7 @@ def batches(encoded_split: datasets.Dataset, tokenizer, batch_size: int, shuffle
     shuffle the batch order (pass a new seed each epoch). Evaluation
     (shuffle=False): sorted by length; use batch["index"] to restore order.
     """
-    lengths = np.asarray(encoded_split["length"])
-    rng = np.random.default_rng(seed)
-    if shuffle:
-        order, chunk = rng.permutation(len(lengths)), batch_size * bucket_batches
-        groups = []
-        for start in range(0, len(order), chunk):
-            part = order[start:start + chunk]
-            part = part[np.argsort(lengths[part], kind="stable")]
-            groups += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
-        groups = [groups[i] for i in rng.permutation(len(groups))]
-    else:
-        order = np.argsort(lengths, kind="stable")
-        groups = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    groups = bucket_groups(encoded_split["length"], batch_size, shuffle, seed, bucket_batches)
     text_to_text = isinstance(encoded_split[0]["labels"], list)
     collate = (DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100) if text_to_text
                else DataCollatorWithPadding(tokenizer))

@@ -126,6 +126,15 @@ def test_a_study_loads_as_the_profile_its_settings_describe(study, root):
     assert task_registry.DATA_TASKS["qa"] == files.spec(str(study.parent / "qa.csv"), ["question", "answer"], "topic")
 
 
+def test_a_split_file_names_its_task_by_its_folder(tmp_path):
+    """A file named for a split (train.csv, as exported beside validation.csv and test.csv) says nothing of
+    the task: its folder's name does; any other file's stem is the name."""
+    assert studies.task_name_for(tmp_path / "deflategate" / "train.csv") == "deflategate"
+    assert studies.task_name_for(tmp_path / "deflategate" / "Test.tsv") == "deflategate"
+    assert studies.task_name_for(tmp_path / "news" / "articles 2024.jsonl") == "articles-2024"
+    assert studies.task_name_for("hf:glue:sst2") == "glue-sst2"
+
+
 def test_run_keys_carry_the_task_name_not_the_path(study):
     p = profiles.get(str(study))
     for family in FAMILIES:
@@ -301,7 +310,7 @@ def test_study_init_writes_a_study_that_loads_and_plans(tmp_path):
 
 def test_study_init_takes_the_largest_budget_that_fits(tmp_path, fixed_timing):
     spec = files.spec(str(write_pairs(tmp_path / "qa.csv", rows=400)), ["question", "answer"], "topic")
-    summary = si.read_data(spec, *si.load_timed("tiny", len(CLASSES))[:2])
+    summary = si.read_data(spec, *si.load_timed("tiny", len(CLASSES))[:2], batch_size=32)
     table = si.task_table(str(tmp_path / "qa.csv"), ["question", "answer"], "topic", None, None, tmp_path)
     costs = []
     for scale in si.SCALES:

@@ -11,7 +11,8 @@ import pytest
 
 from adapterlab.training import tasks
 from adapterlab.training.backbones import default_tokenizer
-from adapterlab.training.tasks import batches, encode, label_from_text, load_task, subsample, target_text, unused
+from adapterlab.training.tasks import (batches, encode, label_from_text, load_task, padded_length, subsample,
+                                      target_text, unused)
 
 GLUE_FIXTURES = Path(__file__).parents[1] / "fixtures" / "glue"
 
@@ -368,6 +369,15 @@ def test_length_bucketing_saves_padding(tokenizer):
     padded = sum(b["input_ids"].numel() for b in batches(encoded, tokenizer, 32, shuffle=True, seed=0))
     assert padded < 32 * 20 * max(encoded["length"])
     assert padded < 1.2 * sum(encoded["length"])
+
+
+def test_padded_length_is_what_training_batches_pad_to(tokenizer):
+    """study init times a step at padded_length: the mean width of the batches batches() really builds
+    (seed 0), no wider than the longest example and no narrower than the mean one."""
+    encoded = encode(load_task("airline", train_size=640), tokenizer)["train"]
+    widths = [b["input_ids"].shape[1] for b in batches(encoded, tokenizer, 32, shuffle=True, seed=0)]
+    assert padded_length(encoded["length"], 32) == pytest.approx(sum(widths) / len(widths), abs=1e-12)
+    assert np.mean(encoded["length"]) <= padded_length(encoded["length"], 32) <= max(encoded["length"])
 
 
 def test_shuffled_batches_are_deterministic_per_seed(tokenizer):
