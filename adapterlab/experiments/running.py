@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from . import planning, rules, stream, studies, work
 from . import profiles as profiles_module
 from ..methods.atomic import atomic_write
-from ..training import removal
+from ..training import backbones, removal
 from ..training import tasks as task_registry
 from ..training import train as T
 from .results import ResultStore, fresh_since
@@ -93,20 +93,24 @@ STEPS = {"train": _train, "spans": _spans, **stream.STEPS}
 
 def pack(unit, store, **extra):
     """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
-    worker on another machine needs no shared disk), the data tasks registered here (a study's task is
-    a name that a fresh worker process does not know yet) and `extra` (workers, progress, glue_dir)."""
+    worker on another machine needs no shared disk), the data tasks and model folders registered here (a
+    study's task and its local model are names that a fresh worker process does not know yet) and `extra`
+    (workers, progress, glue_dir)."""
     inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
               for need in unit.needs]
-    return {**unit.spec, "inputs": inputs, "data_tasks": dict(task_registry.DATA_TASKS), **extra}
+    return {**unit.spec, "inputs": inputs, "data_tasks": dict(task_registry.DATA_TASKS),
+            "model_folders": dict(backbones.FOLDERS), **extra}
 
 
 def execute(spec):
     """The one worker function, in this process, a sweep's worker process or a Ray task: register the
-    data tasks the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
+    data tasks and model folders the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
     (STEPS), and return {"record", "files"}: the record with how it was timed (workers side by side,
     threads, machine) and the files the step left, as {name: bytes}, for the driver to store."""
     for name, data in spec.get("data_tasks", {}).items():
         task_registry.register_data(name, data)
+    for name, path in spec.get("model_folders", {}).items():
+        backbones.register_folder(name, path)
     with tempfile.TemporaryDirectory() as tmp:
         needs = []
         for i, files in enumerate(spec.get("inputs", [])):

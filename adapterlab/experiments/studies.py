@@ -42,6 +42,8 @@ from pathlib import Path
 from ..methods.atomic import atomic_write
 from ..training import files
 from ..training import tasks as task_registry
+from ..training.backbones import register_folder
+from ..training.serving import portable_backbone
 from ..training.train import TrainConfig
 
 IDENTITY = "study.json"  # beside a study's records: what its task name stands for
@@ -219,11 +221,13 @@ def check_name(name, reserved, where):
 
 
 def _model(backbone, folder):
-    """A backbone as the loader takes it: a built-in name or a hub name as written, a folder next to the
-    study file as its absolute path."""
+    """A backbone as the loader takes it: a built-in name or a hub name as written; a model folder by its
+    path from the study file ("./models/my-bert", serving.portable_backbone), registered for the folder it
+    is here (backbones.register_folder), so that run keys hold no machine's absolute path and a checkout
+    elsewhere finds its records."""
     if backbone in BUILT_IN_BACKBONES or not (folder / backbone).is_dir():
         return backbone
-    return str((folder / backbone).resolve())
+    return register_folder(portable_backbone(str(folder / backbone), folder), folder / backbone)
 
 
 def _local(value, folder):

@@ -8,6 +8,7 @@ findings page.
 """
 import json
 import math
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,9 +23,9 @@ from adapterlab.experiments import planning, profiles, running, studies
 from adapterlab.experiments import study_init as si
 from adapterlab.experiments.families import FAMILIES
 from adapterlab.report import document
-from adapterlab.training import files
+from adapterlab.training import backbones, files
 from adapterlab.training import tasks as task_registry
-from adapterlab.training.backbones import default_tokenizer
+from adapterlab.training.backbones import default_tokenizer, load_backbone
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 CLASSES = ("apple", "car", "red", "cat")
@@ -144,6 +145,33 @@ def test_run_keys_carry_the_task_name_not_the_path(study):
     # the budget controls name the study's runs: planned at twice the steps
     controls = planning.budget_controls(p, "init_scale")
     assert [(run.train.max_steps, control.train.max_steps) for run, control in controls] == [(6, 12), (6, 12)]
+
+
+def test_a_study_of_a_local_model_keys_its_runs_the_same_wherever_it_is_checked_out(study, tmp_path, monkeypatch):
+    """The model folder is named by its path from the study file: run keys hold no machine's absolute path,
+    so a copy of the study elsewhere finds the same records; a fresh worker learns the folder from its unit."""
+    model, tokenizer = load_backbone("tiny", num_labels=len(CLASSES))
+    for part in (model, tokenizer):
+        part.save_pretrained(study.parent / "models" / "tiny-bert")
+    edit(study, 'backbone = "tiny"', 'backbone = "models/tiny-bert"')
+    moved = shutil.copytree(study.parent, tmp_path / "elsewhere" / "study") / study.name
+
+    def keys(path):
+        p = profiles.get(str(path))
+        assert p.backbone == "./models/tiny-bert"
+        return [json.dumps(planning.run_key(c, p, f)) for f in FAMILIES for c in planning.plan(p, f)]
+
+    here = keys(study)
+    assert not any(str(tmp_path) in key for key in here)
+    assert keys(moved) == here
+    assert backbones.FOLDERS["./models/tiny-bert"] == str(moved.parent / "models" / "tiny-bert")
+    p = profiles.get(str(study))
+    store = running.store_of(p, root=tmp_path / "out")
+    spec = running.pack(planning.work(p, "init_scale", store)[0], store)
+    monkeypatch.setattr(backbones, "FOLDERS", {})  # as in a fresh worker process: no study loaded
+    record = running.execute(spec)["record"]
+    assert record["backbone"] == "./models/tiny-bert" and record["steps"] == 6
+    assert backbones.FOLDERS["./models/tiny-bert"] == str(study.parent / "models" / "tiny-bert")
 
 
 def test_a_worker_process_learns_the_study_task_from_its_unit(study, root, monkeypatch):
