@@ -11,13 +11,16 @@ its record measured, on the machine it names (stored_hours, measured_on). A miss
 (estimated_hours) from one measured training step of the packaged MiniLM (REFERENCE): timed on this machine
 (speed_here: the doctor's step check, as study init times a study), or, for a GPU, the step the committed GPU
 check measured on an H200 (gpu_speed: docs/gpu-check/doctor.json). study_init.Timing.run_seconds scales that
-step to each run's steps, batch and evaluations, and flops_ratio to its backbone and tokens.
+step to each run's steps, batch and evaluations, and flops_ratio to its backbone and tokens: the length its
+length-bucketed batches pad to on average (batch_tokens), as study init times a study's step.
 """
 import functools
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import planning
@@ -27,6 +30,7 @@ from .results import ResultStore
 from .study_init import Timing, load_timed, time_training
 from ..training import doctor
 from ..training import tasks as task_registry
+from ..training.backbones import default_tokenizer
 
 
 def dry_run(profile, families=PLANNED, verbose=True, file=None, root=None, gpu=False):
@@ -120,11 +124,23 @@ def forward_flops(shape, tokens):
 
 def flops_ratio(config, timing):
     """How many times the timed step's examples (REFERENCE at the timing's tokens) a run's examples cost: the
-    ratio of their forward FLOPs, which follows the backbone and the tokens alike. None for a backbone SHAPES
-    lacks (a study's own model): its runs are not estimated."""
+    ratio of their forward FLOPs, which follows the backbone and the tokens (batch_tokens) alike. None for a
+    backbone SHAPES lacks (a study's own model): its runs are not estimated."""
     shape = SHAPES.get(config.backbone)
-    return None if shape is None else forward_flops(shape, config.max_length) / forward_flops(
-        SHAPES[REFERENCE], timing.max_length)
+    tokens = batch_tokens(config.task, config.max_length, config.train.batch_size)
+    return None if shape is None else forward_flops(shape, tokens) / forward_flops(SHAPES[REFERENCE], timing.max_length)
+
+
+@functools.lru_cache(maxsize=64)
+def batch_tokens(task, max_length, batch_size):
+    """The tokens a run's training batches pad to on average: its train texts cut at max_length, in
+    length-bucketed batches (tasks.padded_length, rounded up), under the packaged tokenizer (the WordPiece
+    vocabulary of every BERT in SHAPES; a T5's differs a little). max_length for GLUE, whose texts are not
+    read for an estimate (split_sizes: no download)."""
+    if task.partition(":")[0] in planning.GLUE_TRAIN_SIZES:
+        return max_length
+    lengths = task_registry.token_lengths(task_registry.load_task(task), default_tokenizer())
+    return math.ceil(task_registry.padded_length(np.minimum(lengths, max_length), batch_size))
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,8 +157,7 @@ def split_sizes(task):
 
 def estimated_seconds(config, timing, eval_cap=None):
     """A run's seconds at `timing`'s speed: Timing.run_seconds (the backbone's load, the run's steps at its batch,
-    its evaluations) with each example scaled by flops_ratio; None for a backbone of unknown shape. Every
-    example counts at max_length tokens, so it leans high: training batches are length-bucketed."""
+    its evaluations) with each example scaled by flops_ratio; None for a backbone of unknown shape."""
     ratio = flops_ratio(config, timing)
     return None if ratio is None else timing.run_seconds(config, split_sizes(config.task), eval_cap, scale=ratio)
 
@@ -219,5 +234,5 @@ def estimate_line(table, missing, timing):
     return (f"missing: {missing:,} runs, about {hours:,.1f} h on {timing.device} (a training step of the packaged "
             f"MiniLM, {timing.batch_size} x {timing.max_length} tokens, measured at {timing.step_seconds * 1000:,.1f} "
             "ms; scaled to each run's steps, batch and evaluations, and by forward FLOPs to its backbone and tokens; "
-            "one run at a time, each example at max_length tokens, so it leans high)"
+            "one run at a time, each batch at the length its texts pad to)"
             + (f"; not estimated: the runs on {', '.join(unknown)} (a backbone of unknown shape)" if unknown else ""))

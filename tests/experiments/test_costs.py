@@ -5,12 +5,16 @@ the run's steps, batch, evaluations, backbone and tokens.
 import io
 import json
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from adapterlab.experiments import costs, planning, profiles
 from adapterlab.experiments.results import ResultStore
 from adapterlab.experiments.study_init import Timing
+from adapterlab.training import tasks as task_registry
+from adapterlab.training.backbones import default_tokenizer
 from adapterlab.training.train import RunConfig, TrainConfig
 
 TIMING = Timing("test machine", step_seconds=0.1, load_seconds=2.0, batch_size=32, max_length=64)
@@ -44,20 +48,36 @@ def test_an_estimate_is_the_timed_step_scaled_to_the_run():
     sizes = costs.split_sizes("synthetic")
     cap = 100
     examples = 2 * min(sizes["validation"], cap) + min(sizes["test"], cap)  # 100 steps, validated every 50, tested once
-    # the timed shape: the load, 100 steps of 0.1 s, each evaluated example half an example's share of a step
+    # timed at the length the run's batches pad to: the load, 100 steps of 0.1 s, each evaluated example half an
+    # example's share of a step
+    tokens = costs.batch_tokens("synthetic", 64, 32)
+    timing = replace(TIMING, max_length=tokens)
     expected = 2.0 + 100 * 0.1 + examples * 0.1 / 32 / 2
-    assert costs.flops_ratio(config(), TIMING) == 1.0
-    assert costs.estimated_seconds(config(), TIMING, cap) == pytest.approx(expected, rel=1e-12)  # float order only
+    assert costs.flops_ratio(config(), timing) == 1.0
+    assert costs.estimated_seconds(config(), timing, cap) == pytest.approx(expected, rel=1e-12)  # float order only
     # twice the batch doubles the steps' share; full fine-tuning's backward is 1.5 times an adapter step's
-    assert costs.estimated_seconds(config(train={"batch_size": 64}), TIMING, cap) == pytest.approx(expected + 10.0)
-    assert costs.estimated_seconds(config(method="full"), TIMING, cap) == pytest.approx(expected + 5.0)
-    # twice the tokens: twice the weights' FLOPs and four times attention's, a few percent of them at this width
-    longer = costs.flops_ratio(config(max_length=128), TIMING)
-    assert 2.0 < longer < 2.2
-    assert costs.estimated_seconds(config(max_length=128), TIMING, cap) == pytest.approx(2.0 + (expected - 2.0) * longer)
-    bert = costs.forward_flops(costs.SHAPES["bert-base-uncased"], 64) / costs.forward_flops(costs.SHAPES["default"], 64)
-    assert costs.flops_ratio(config(backbone="bert-base-uncased"), TIMING) == bert and 7 < bert < 9
-    assert costs.estimated_seconds(config(backbone="someone/their-model"), TIMING, cap) is None
+    assert costs.estimated_seconds(config(train={"batch_size": 64}), timing, cap) == pytest.approx(
+        2.0 + (expected - 2.0 + 10.0) * costs.flops_ratio(config(train={"batch_size": 64}), timing))
+    assert costs.estimated_seconds(config(method="full"), timing, cap) == pytest.approx(expected + 5.0)
+    # a step timed at 64 tokens costs more than one of these short texts: the ratio of forward FLOPs
+    ratio = costs.forward_flops(costs.SHAPES["default"], tokens) / costs.forward_flops(costs.SHAPES["default"], 64)
+    assert tokens < 64 and costs.flops_ratio(config(), TIMING) == ratio
+    assert costs.estimated_seconds(config(), TIMING, cap) == pytest.approx(2.0 + (expected - 2.0) * ratio)
+    # a longer max_length costs nothing where no text reaches it; a shorter one cuts the batches
+    assert costs.flops_ratio(config(max_length=128), timing) == 1.0
+    assert costs.batch_tokens("synthetic", 8, 32) == 8
+    bert = costs.forward_flops(costs.SHAPES["bert-base-uncased"], tokens) / costs.forward_flops(costs.SHAPES["default"], tokens)
+    assert costs.flops_ratio(config(backbone="bert-base-uncased"), timing) == bert and 7 < bert < 9
+    assert costs.estimated_seconds(config(backbone="someone/their-model"), timing, cap) is None
+
+
+def test_batch_tokens_is_what_the_runs_batches_pad_to():
+    """The estimate's tokens: the train texts cut at max_length in length-bucketed batches, as training pads
+    them; GLUE, read without a download, at max_length."""
+    lengths = task_registry.token_lengths(task_registry.load_task("airline"), default_tokenizer())
+    assert costs.batch_tokens("airline", 64, 32) == math.ceil(task_registry.padded_length(np.minimum(lengths, 64), 32))
+    assert np.mean(np.minimum(lengths, 64)) <= costs.batch_tokens("airline", 64, 32) < 64
+    assert costs.batch_tokens("glue/mnli", 128, 32) == 128
 
 
 def test_the_dry_run_reports_stored_hours_as_measured_and_estimates_the_missing(tmp_path, monkeypatch):
