@@ -165,12 +165,24 @@ TASK_COMMENTS = {"data": "the data file (relative to this file) or hf:NAME[:CONF
                  "name": "the task's name in run keys, tables and figures"}
 
 
-def layer_removal(task_name, factor):
+def held_out_size(n_train):
+    """How many train examples 04 scores its claims on, unseen by its run: the default profile's held_out, as
+    far as the part of the train split its train_size leaves out holds them (0: none, the runs train on all)."""
+    return min(DEFAULT.layer_removal.held_out, max(0, n_train - DEFAULT.train_size))
+
+
+def layer_removal(task_name, factor, n_train):
     s = DEFAULT.layer_removal
-    return [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
+    keys = [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
                                                  "are then removed span by span"),
             ("train", scaled(s.train, factor), "its steps, validated every eval_every steps"),
             ("budget_control", [task_name], CONTROL)]
+    held_out = held_out_size(n_train)
+    if held_out:
+        keys.append(("held_out", held_out, "its claims are judged on this many train examples its run never saw "
+                                           "(the heatmap stays on validation, where the run's best state was "
+                                           "chosen); leave out: the claims await held-out scoring"))
+    return keys
 
 
 def init_scale(seeds, factor):
@@ -225,7 +237,7 @@ def sections(name, task, backbone, summary, scale):
     return [(None, profile_wide(name, backbone, summary)),
             ("task", [(key, value, TASK_COMMENTS[key]) for key, value in task.items()]),
             ("train", [(key, value, "") for key, value in DEFAULT.train.items()]),
-            ("layer_removal", layer_removal(task["name"], factor)),
+            ("layer_removal", layer_removal(task["name"], factor, summary.sizes["train"])),
             ("init_scale", init_scale(seeds, factor)),
             ("param_performance", param_performance(seeds, factor, methods)),
             ("low_resource", low_resource(seeds, factor, summary.sizes["train"]))]

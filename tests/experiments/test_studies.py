@@ -332,8 +332,16 @@ def test_study_init_writes_a_study_that_loads_and_plans(tmp_path):
     assert p.low_resource.sizes == (40, 80, 160, 320) and p.low_resource.lr_choice_size == 160
     assert p.low_resource.budget_control == (("full", 320), ("compacter++", 320))
     assert p.train_size is None and p.eval_size is None  # 320 train examples: all of them; whole splits
+    assert p.layer_removal.held_out is None  # so none is left unseen: 04's claims await held-out scoring
     for family in FAMILIES:
         assert planning.plan(p, family)
+
+
+def test_study_init_holds_out_what_the_train_size_leaves_unseen():
+    """04's claims are judged on train examples the run never saw: the default's 6,000, as far as the part of
+    the train split left out by its 2,000-example subset holds them."""
+    assert si.held_out_size(20_000) == 6000 and si.held_out_size(7500) == 5500
+    assert si.held_out_size(2000) == 0 and si.held_out_size(320) == 0
 
 
 def test_study_init_takes_the_largest_budget_that_fits(tmp_path, fixed_timing):
