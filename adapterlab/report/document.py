@@ -203,13 +203,15 @@ def undecidable(power, decided=()):
 
 
 def notebook_seconds(profile, root=None):
-    """{notebook stem: (seconds, device)}: what each training notebook's runs stored under `root` took to make
-    (0 when none is stored), and where they ran ("gpu" if any ran on CUDA, else "cpu")."""
+    """{notebook stem: (seconds, device)}: what each training notebook's runs stored under `root` took to make,
+    with the scoring its plan adds (04's spans; 0 when nothing is stored), and where the runs trained ("gpu"
+    if any ran on CUDA, else "cpu")."""
     out = {}
     for stem, family in families.NOTEBOOK_FAMILY.items():
         records = provenance.stored_runs(profile, family, root)
+        scoring = provenance.scoring_seconds(provenance.stored_scoring(profile, family, root))
         cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
-        out[stem] = (provenance.cost(records)[0], "gpu" if cuda else "cpu")
+        out[stem] = (provenance.cost(records)[0] + scoring, "gpu" if cuda else "cpu")
     return out
 
 
@@ -223,7 +225,7 @@ def fresh_command(profile):
 
 def total_time(profile, root=None):
     """One line: what making the profile's records from scratch costs (fresh_command), summed from the runs
-    stored under `root` of every notebook that stores any."""
+    stored under `root` of every notebook that stores any, and the scoring their plans add."""
     seconds = notebook_seconds(profile, root)
     missing = [family for stem, family in families.NOTEBOOK_FAMILY.items()
                if family in families.FAMILIES and not seconds[stem][0]]
@@ -231,9 +233,13 @@ def total_time(profile, root=None):
     total = sum(s for s, _ in seconds.values())
     where = provenance.machines([r for family in families.NOTEBOOK_FAMILY.values()
                                  for r in provenance.stored_runs(profile, family, root)])
+    scoring = [r for family in families.NOTEBOOK_FAMILY.values()
+               for r in provenance.stored_scoring(profile, family, root)]
+    scored = (f"; with {len(scoring)} scoring pass(es) of stored adapters, "
+              f"{provenance.scoring_seconds(scoring) / 60:.0f} min" if scoring else "")
     return (f"**From scratch in all** (`{fresh_command(profile)}`): {total / 3600:.1f} h of stored "
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
-            f"({where}; a run trained beside others counts for its share: run_seconds / workers)"
+            f"({where}; a run trained beside others counts for its share: run_seconds / workers{scored})"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 

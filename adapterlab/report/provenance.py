@@ -13,17 +13,35 @@ from collections import Counter
 from ..experiments import profiles
 
 
-def stored_runs(profile, family, root=None):
-    """The stored records of the family's current plan (03's "teaching": the notebook's default runs) in
-    the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
-    and 08, whose plans need packaged tasks of the study's number of classes)."""
+def _stored(profile, family, root, own):
+    """The stored records of the family's current units of work: its own (own=True) or the scoring
+    units its plan adds (own=False). None, and no plan made, without the family's store file."""
     from ..experiments import planning, running  # torch and the models: only when asked
     from ..experiments.results import ResultStore
     if not ResultStore(profiles.results_dir(profile, root)).path(family).is_file():
         return []
     store = running.store_of(profile, root=root)
     return [r for unit in planning.work(profile, family, store)
-            if unit.family == family and (r := store.get(unit.key, family)) is not None]
+            if (unit.family == family) == own and (r := store.get(unit.key, unit.family)) is not None]
+
+
+def stored_runs(profile, family, root=None):
+    """The stored records of the family's current plan (03's "teaching": the notebook's default runs) in
+    the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
+    and 08, whose plans need packaged tasks of the study's number of classes)."""
+    return _stored(profile, family, root, own=True)
+
+
+def stored_scoring(profile, family, root=None):
+    """The stored records of the scoring its plan adds to a family's runs (04: each scored run's
+    layer-removal spans, on validation and on held-out tweets): passes over stored adapters, no training,
+    yet part of what making the records from scratch costs (scoring_seconds)."""
+    return _stored(profile, family, root, own=False)
+
+
+def scoring_seconds(records):
+    """What scoring passes (stored_scoring's records) took: the sum of their eval_seconds."""
+    return sum(r["eval_seconds"] for r in records)
 
 
 def cost(records):

@@ -335,14 +335,17 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
               "layer_removal": [dict(run_seconds=120, device="cuda:0"), dict(run_seconds=30, device="cpu")],
               "init_scale": [dict(train_seconds=600, device="cpu")],  # an older record: training loop only
               "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")], "stream": []}
+    scoring = {family: [] for family in stored} | {"layer_removal": [dict(eval_seconds=90), dict(eval_seconds=60)]}
     monkeypatch.setattr(provenance, "stored_runs", lambda profile, family, root=None: stored[family])
-    assert document.notebook_seconds("default") == {
-        "03_training_adapters": (120, "cpu"), "04_layer_removal": (150, "gpu"), "05_init_scale": (600, "cpu"),
+    monkeypatch.setattr(provenance, "stored_scoring", lambda profile, family, root=None: scoring[family])
+    assert document.notebook_seconds("default") == {  # 04: its two runs and its two scoring passes
+        "03_training_adapters": (120, "cpu"), "04_layer_removal": (300, "gpu"), "05_init_scale": (600, "cpu"),
         "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}
     line = document.total_time("default")
-    assert "0.7 h" in line and "(minutes per notebook: 03 2, 04 2, 05 10, 07 30)" in line  # 2,670 s; none of 06, 08
+    assert "0.8 h" in line and "(minutes per notebook: 03 2, 04 5, 05 10, 07 30)" in line  # 2,820 s; none of 06, 08
     assert "param_performance not stored yet" in line
     assert "(machine not recorded 4 run(s), Xeon (AVX512) 2 run(s);" in line  # where the seconds come from
+    assert "with 2 scoring pass(es) of stored adapters, 2 min)" in line  # 150 s
 
 
 def test_findings_and_the_readme_claims_are_what_the_committed_records_give():
