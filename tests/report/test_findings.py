@@ -348,6 +348,17 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     assert "with 2 scoring pass(es) of stored adapters, 2 min)" in line  # 150 s
 
 
+def test_the_scoring_a_plan_adds_is_read_from_the_store_beside_its_runs():
+    """04's plan scores its spans on stored adapters: validation for the heatmap, held-out tweets for the
+    claims (the scored run and its budget control); those passes count in the from-scratch cost, not as runs."""
+    if findings.load("default", "layer_removal") is None:
+        pytest.skip("no committed default results")
+    scoring = provenance.stored_scoring("default", "layer_removal")
+    assert sorted(r["eval_examples"] for r in scoring) == [1442, 6000, 6000]
+    assert all("spans" in r and "run_seconds" not in r for r in scoring)
+    assert provenance.stored_scoring("default", "init_scale") == []  # a plan of runs only adds no scoring
+
+
 def test_findings_and_the_readme_claims_are_what_the_committed_records_give():
     """Regenerate both with `python -m adapterlab.report.document --profile default --write`."""
     if findings.load("default", "init_scale") is None:
