@@ -202,16 +202,22 @@ def undecidable(power, decided=()):
             *[f"- {r.claim}: at most {r.chance:.0%} ({r.design})" for r in low.itertuples()], ""]
 
 
-def notebook_seconds(profile, root=None):
+def stored_work(profile, root=None):
+    """{notebook stem: (runs, scoring)}: the stored records of each training notebook's plan under `root`,
+    its training runs and the scoring passes its plan adds (04's spans). One pass over the store, which
+    notebook_seconds and total_time both read."""
+    return {stem: (provenance.stored_runs(profile, family, root), provenance.stored_scoring(profile, family, root))
+            for stem, family in families.NOTEBOOK_FAMILY.items()}
+
+
+def notebook_seconds(profile, root=None, work=None):
     """{notebook stem: (seconds, device)}: what each training notebook's runs stored under `root` took to make,
     with the scoring its plan adds (04's spans; 0 when nothing is stored), and where the runs trained ("gpu"
-    if any ran on CUDA, else "cpu")."""
+    if any ran on CUDA, else "cpu"). `work`: stored_work's answer, when the caller has it already."""
     out = {}
-    for stem, family in families.NOTEBOOK_FAMILY.items():
-        records = provenance.stored_runs(profile, family, root)
-        scoring = provenance.scoring_seconds(provenance.stored_scoring(profile, family, root))
+    for stem, (records, scoring) in (work or stored_work(profile, root)).items():
         cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
-        out[stem] = (provenance.cost(records)[0] + scoring, "gpu" if cuda else "cpu")
+        out[stem] = (provenance.cost(records)[0] + provenance.scoring_seconds(scoring), "gpu" if cuda else "cpu")
     return out
 
 
@@ -226,15 +232,14 @@ def fresh_command(profile):
 def total_time(profile, root=None):
     """One line: what making the profile's records from scratch costs (fresh_command), summed from the runs
     stored under `root` of every notebook that stores any, and the scoring their plans add."""
-    seconds = notebook_seconds(profile, root)
+    work = stored_work(profile, root)
+    seconds = notebook_seconds(profile, root, work)
     missing = [family for stem, family in families.NOTEBOOK_FAMILY.items()
                if family in families.FAMILIES and not seconds[stem][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items() if s) or "none stored"
     total = sum(s for s, _ in seconds.values())
-    where = provenance.machines([r for family in families.NOTEBOOK_FAMILY.values()
-                                 for r in provenance.stored_runs(profile, family, root)])
-    scoring = [r for family in families.NOTEBOOK_FAMILY.values()
-               for r in provenance.stored_scoring(profile, family, root)]
+    where = provenance.machines([r for runs, _ in work.values() for r in runs])
+    scoring = [r for _, passes in work.values() for r in passes]
     scored = (f"; with {len(scoring)} scoring pass(es) of stored adapters, "
               f"{provenance.scoring_seconds(scoring) / 60:.0f} min" if scoring else "")
     return (f"**From scratch in all** (`{fresh_command(profile)}`): {total / 3600:.1f} h of stored "
