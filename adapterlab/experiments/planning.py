@@ -461,6 +461,20 @@ def _layer_removal_work(p, family, store):
             + [span_unit(p, c, removal.HELD_OUT) for runs in held_out_runs(p, store).values() for c in runs])
 
 
+def span_units_once_trained(profile):
+    """The span units layer removal's work will hold once all its runs are stored, before any is: each
+    task's first planned run stands in for the one validation will pick, which changes the units' keys but
+    not their number, splits or sizes. What a plan's scoring costs before it is trained (study init)."""
+    p = profiles_module.resolve(profile)
+    stand_in = {}
+    for c in _PLANS["layer_removal"](p, {}):
+        stand_in.setdefault(c.task, c)
+    held_out = [] if p.layer_removal.held_out is None else [  # as held_out_runs: each run, then its controls
+        c for run in stand_in.values()
+        for c in [run, *[control for r, control in budget_controls(p, "layer_removal", {}) if r == run]]]
+    return [span_unit(p, c) for c in stand_in.values()] + [span_unit(p, c, removal.HELD_OUT) for c in held_out]
+
+
 # family -> its units of work given what the store holds (the choices made on its stored grids; the
 # runs layer removal scores; the stream's recall steps keyed by its stored adapters)
 _WORK = {**{family: _training_work for family in TRAINED}, "layer_removal": _layer_removal_work,

@@ -12,8 +12,8 @@ train size and low-resource sizes. Its budget is the largest of SCALES whose est
 
 The estimate counts every run of the plan (planning.plan, each grid as if its choice were made) at the
 step time measured at the length the data's length-bucketed batches pad to on average (tasks.padded_length),
-not at max_length, which only bounds it; it leaves out notebook 04's scoring of the spans of removed layers
-(evaluation only).
+not at max_length, which only bounds it, and the passes notebook 04 adds to score the spans of removed layers
+(planning.span_units_once_trained) at the seconds per example one such pass measures here (time_scoring).
 A busy machine times slow, and its study comes out smaller.
 Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
 """
@@ -22,17 +22,21 @@ import math
 import os
 import textwrap
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import datasets
 import numpy as np
+import torch
 
 from . import planning, profiles, studies
 from .families import FAMILIES
 from ..methods.config import method
+from ..methods.inject import adapt
 from ..training import doctor, files
 from ..training import tasks as task_registry
 from ..training.backbones import load_backbone
+from ..training.removal import span_logits
 from ..training.train import input_limit, pick_device
 
 DEFAULT = profiles.PROFILES["default"]
@@ -83,12 +87,14 @@ def read_data(spec, model, tokenizer, batch_size) -> DataSummary:
 @dataclass(frozen=True)
 class Timing:
     """Seconds measured here: one training step (batch_size examples of max_length tokens, a Houlsby
-    adapter; for a study, the length its batches pad to) and one load of the backbone."""
+    adapter; for a study, the length its batches pad to), one load of the backbone and, where study init
+    measured it (time_scoring), one example's scoring of every span of notebook 04's layer removal."""
     device: str
     step_seconds: float
     load_seconds: float
     batch_size: int
     max_length: int
+    span_seconds: float | None = None
 
     def run_seconds(self, config, sizes, eval_cap, scale=1.0):
         """A run's estimated seconds: the backbone's load, its steps and its evaluations (validation each
@@ -120,6 +126,28 @@ def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
     device = pick_device("auto")
     check = doctor.step_check(device, backbone=backbone, steps=6, batch_size=batch_size, seq_len=max_length)
     return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length)
+
+
+def time_scoring(backbone, batch_size, max_length, method_args=DEFAULT.layer_removal.method_args):
+    """Seconds per example that scoring every span of removed adapters costs (removal.span_logits, the lower
+    layers' states cached, as notebook 04 scores), measured on one batch of random word pieces at the study's
+    length with 04's adapter: the second of two passes, the first paying for kernel selection. Measured, not
+    derived from the step time: how a forward pass compares with a training step varies between machines."""
+    device = pick_device("auto")
+    model, tokenizer = load_backbone(backbone, num_labels=2)
+    adapt(model, "houlsby", **method_args)
+    batch = doctor.fixed_batch(tokenizer, batch_size, max_length, num_labels=2)
+    split = datasets.Dataset.from_dict({"input_ids": batch["input_ids"].tolist(),
+                                        "attention_mask": batch["attention_mask"].tolist(),
+                                        "labels": batch["labels"].tolist(), "length": [max_length] * batch_size})
+    sample = task_registry.batches(split, tokenizer, batch_size, shuffle=False)
+    for _ in range(2):
+        start = time.perf_counter()
+        span_logits(model, sample, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - start
+    return seconds / batch_size
 
 
 # ----------------------------------------------------------------------------- the study's settings
@@ -257,10 +285,23 @@ def full_plan(profile, family):
     return planning.plan(profile, family, {planning.grid_id(c): c.train.lr for c in stage_1})
 
 
+def scored_examples(unit, sizes):
+    """How many examples a span unit (planning.span_unit) scores: validation up to its cap; the held-out
+    examples, its cap (study init sets held_out to what the train split leaves unseen: held_out_size)."""
+    cap = unit.spec["eval_size"] or math.inf
+    return int(min(cap, sizes["validation"])) if unit.spec["split"] == "validation" else int(cap)
+
+
 def estimate(profile, summary, timing):
-    """(seconds, runs) of the study's figure families on this machine (Timing.run_seconds per run)."""
+    """(seconds, runs, scoring passes) of the study's figure families on this machine: Timing.run_seconds per
+    run, and Timing.span_seconds per example each of 04's scoring passes scores."""
     configs = [c for family in FAMILIES for c in full_plan(profile, family)]
-    return sum(timing.run_seconds(c, summary.sizes, profile.eval_size) for c in configs), len(configs)
+    passes = planning.span_units_once_trained(profile)
+    if passes and timing.span_seconds is None:
+        raise ValueError("the estimate needs the seconds of 04's span scoring: time them with time_scoring")
+    scoring = sum(scored_examples(u, summary.sizes) * timing.span_seconds for u in passes)
+    return sum(timing.run_seconds(c, summary.sizes, profile.eval_size) for c in configs) + scoring, len(configs), \
+        len(passes)
 
 
 # ----------------------------------------------------------------------------- the file
@@ -310,7 +351,7 @@ def toml_text(header, parts):
     return "\n".join(lines) + "\n"
 
 
-def header(out, summary, timing, hours, seconds, runs, scale):
+def header(out, summary, timing, hours, seconds, runs, passes, scale):
     """The file's opening comment, as paragraphs: what the study is and how to run it; the data; the
     machine, the estimate and the budget."""
     factor, n_seeds, methods = scale
@@ -322,10 +363,11 @@ def header(out, summary, timing, hours, seconds, runs, scale):
         "and 08 train on the packaged tasks). Edit any setting: every one is checked when the study is read.",
         f"The data: {len(summary.classes)} classes ({summary.balance()} of the train split), {kind}; splits "
         f"{splits}; max_length {summary.max_length}.",
-        f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs, about {seconds / 3600:.2f} "
-        f"hours (measured {timing.step_seconds:.3f} s per training step of {timing.batch_size} examples x "
-        f"{timing.max_length} tokens, the length the data's length-bucketed batches pad to on average; "
-        f"{timing.load_seconds:.1f} s to load the backbone). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
+        f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs and {passes} scoring "
+        f"pass(es) of 04's spans, about {seconds / 3600:.2f} hours (measured {timing.step_seconds:.3f} s per "
+        f"training step of {timing.batch_size} examples x {timing.max_length} tokens, the length the data's "
+        f"length-bucketed batches pad to on average; {timing.span_seconds:.4f} s per example to score every "
+        f"span; {timing.load_seconds:.1f} s to load the backbone). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
         f"seed(s), {'every method' if methods == 'every' else 'the core methods'} of 06.",
     ]
 
@@ -377,20 +419,21 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
     model, tokenizer, load_seconds = load_timed(backbone, classes)
     summary = read_data(spec, model, tokenizer, DEFAULT.train["batch_size"])
     timing = time_training(backbone, DEFAULT.train["batch_size"], summary.batch_length, load_seconds)
+    timing = replace(timing, span_seconds=time_scoring(backbone, DEFAULT.train["batch_size"], summary.batch_length))
     folder = out.parent
     table = task_table(task, text_columns, label_column, validation, test, folder)
     model = relative(backbone, folder) if Path(backbone).is_dir() else backbone
     for scale in SCALES:
         parts = sections(out.stem, table, model, summary, scale)
         profile = studies.from_dict(as_study(parts), folder, profiles.Profile, profiles.PROFILE_NAMES, str(out))
-        seconds, runs = estimate(profile, summary, timing)
+        seconds, runs, passes = estimate(profile, summary, timing)
         if seconds <= hours * 3600:
             break
     else:
         raise ValueError(f"even the smallest study takes about {seconds / 3600:.1f} hours on this machine "
                          f"({timing.device}): give --hours {math.ceil(seconds / 3600)} or more, or a smaller "
                          "--backbone")
-    lines = header(out, summary, timing, hours, seconds, runs, scale)
+    lines = header(out, summary, timing, hours, seconds, runs, passes, scale)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(toml_text(lines, parts), encoding="utf-8")
     print("\n".join(textwrap.wrap(" ".join(lines[1:]), WIDTH)), file=file)

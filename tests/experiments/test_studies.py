@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -297,13 +298,14 @@ def test_a_studys_findings_page_goes_beside_its_data_under_its_own_header(study,
 
 # ----------------------------------------------------------------------------- study init
 
-TIMING = si.Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, max_length=32)
+TIMING = si.Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, max_length=32, span_seconds=0.02)
 
 
 @pytest.fixture
 def fixed_timing(monkeypatch):
     """This machine's speed as TIMING, so the budget init chooses is the same on every machine."""
     monkeypatch.setattr(si, "time_training", lambda backbone, batch_size, max_length, load_seconds: TIMING)
+    monkeypatch.setattr(si, "time_scoring", lambda backbone, batch_size, max_length: TIMING.span_seconds)
 
 
 def init(folder, **kwargs):
@@ -365,6 +367,43 @@ def test_study_init_takes_the_largest_budget_that_fits(tmp_path, fixed_timing):
     with pytest.raises(ValueError, match=r"^even the smallest study takes about .* hours on this machine \(cpu\): "
                                          r"give --hours \d+ or more"):
         init(tmp_path / "too-small", hours=costs[-1] / 3600 / 2)
+
+
+def test_the_scoring_a_plan_will_add_is_what_the_complete_store_holds():
+    """Before any run, span_units_once_trained stands a planned run in for the one validation will pick: the
+    committed default store, complete, holds span units of the same splits and sizes (validation, and the
+    held-out tweets of the scored run and of its budget control)."""
+    store = running.store_of("default")
+    stored = [u for u in planning.work("default", "layer_removal", store) if u.family == planning.SPANS]
+    before = planning.span_units_once_trained("default")
+    assert sorted((u.spec["split"], u.spec["eval_size"]) for u in before) == sorted(
+        (u.spec["split"], u.spec["eval_size"]) for u in stored) == [("held-out", 6000), ("held-out", 6000),
+                                                                     ("validation", None)]
+    assert all(store.get(u.key, u.family) is not None for u in stored)  # the store is complete: all three scored
+
+
+def test_study_init_counts_04s_scoring_at_the_seconds_per_example_it_measured(tmp_path):
+    spec = files.spec(str(write_pairs(tmp_path / "qa.csv", rows=400)), ["question", "answer"], "topic")
+    summary = si.read_data(spec, *si.load_timed("tiny", len(CLASSES))[:2], batch_size=32)
+    table = si.task_table(str(tmp_path / "qa.csv"), ["question", "answer"], "topic", None, None, tmp_path)
+    p = studies.from_dict(si.as_study(si.sections("qa-study", table, "tiny", summary, si.SCALES[0])), tmp_path,
+                          profiles.Profile)
+    seconds, runs, passes = si.estimate(p, summary, TIMING)
+    unscored, same_runs, _ = si.estimate(p, summary, replace(TIMING, span_seconds=0.0))
+    # 320 train examples leave none unseen, so one pass: the validation split, every example of it
+    assert (passes, same_runs) == (1, runs) and p.layer_removal.held_out is None
+    assert seconds - unscored == pytest.approx(summary.sizes["validation"] * TIMING.span_seconds)
+    held = replace(p, layer_removal=replace(p.layer_removal, held_out=50, budget_control=("qa",)))
+    # held out: the scored run's spans and its budget control's, 50 examples each, beside validation's
+    assert si.estimate(held, summary, TIMING)[0] - si.estimate(held, summary, replace(TIMING, span_seconds=0.0))[0] \
+        == pytest.approx((summary.sizes["validation"] + 2 * 50) * TIMING.span_seconds)
+    with pytest.raises(ValueError, match="seconds of 04's span scoring"):
+        si.estimate(p, summary, replace(TIMING, span_seconds=None))
+
+
+def test_time_scoring_measures_a_span_pass_per_example():
+    seconds = si.time_scoring("tiny", 4, 16, method_args=dict(bottleneck=8))
+    assert 0 < seconds < 10  # a positive time, and per example: the tiny backbone's pass of 4 takes well under 40 s
 
 
 def test_study_init_refuses_bad_input_before_loading_a_model(tmp_path, monkeypatch, capsys):
