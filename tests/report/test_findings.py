@@ -369,6 +369,17 @@ def test_findings_and_the_readme_claims_are_what_the_committed_records_give():
     assert claims.lstrip("\n") == document.claims_summary("default")
 
 
+def test_the_example_studys_page_is_what_its_committed_records_give():
+    """Regenerate it with `python -m adapterlab.report.document --profile studies/deflategate/deflategate.toml
+    --write`: a study's page goes stale as silently as FINDINGS.md would."""
+    root = findings.profiles.project_root()
+    study = root / "studies" / "deflategate" / "deflategate.toml"
+    page = document.page_path(str(study))
+    if not page.is_file():
+        pytest.skip("no committed page of the example study")
+    assert page.read_text() == document.findings_document(str(study))
+
+
 def test_smallest_within_compares_seed_means_and_excludes_full():
     rows = [("full", 1000, [0.82, 0.83]), ("big", 200, [0.83, 0.84]), ("small", 10, [0.82, 0.81]),
             ("lucky", 1, [0.70, 0.90])]  # lucky's best seed beats full, its mean (0.80) is 2.5 points below
