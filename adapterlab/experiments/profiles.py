@@ -271,7 +271,8 @@ PROFILES = {
         # Houlsby Fig. 6 right scaled down, at the rate 06 chooses for this Houlsby m=64, so only the std varies
         init_scale=dict(stds=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), seeds=(0, 1, 2, 3, 4, 5, 6),
                         method_args=dict(bottleneck=64), train=dict(max_steps=360, eval_every=60, lr=1e-3),
-                        budget_control=(1e-7, 1e-2)),  # the claims' reference std, and the preset's
+                        # the claims' reference std; the preset's, a member of "flat"; the two "degrades" compares
+                        budget_control=(1e-7, 1e-2, 1e-1, 1.0)),
         # every method at the rate of its grid best on validation (seed 0, as Houlsby swept), so seeds pair
         param_performance=dict(
             methods=[("houlsby", dict(bottleneck=2), dict(lrs=(1e-3, 3e-3, 1e-2))),
