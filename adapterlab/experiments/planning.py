@@ -469,10 +469,12 @@ def span_units_once_trained(profile):
     stand_in = {}
     for c in _PLANS["layer_removal"](p, {}):
         stand_in.setdefault(c.task, c)
-    held_out = [] if p.layer_removal.held_out is None else [  # as held_out_runs: each run, then its controls
-        c for run in stand_in.values()
-        for c in [run, *[control for r, control in budget_controls(p, "layer_removal", {}) if r == run]]]
-    return [span_unit(p, c) for c in stand_in.values()] + [span_unit(p, c, removal.HELD_OUT) for c in held_out]
+    units = [span_unit(p, c) for c in stand_in.values()]
+    if p.layer_removal.held_out is None:
+        return units
+    controls = budget_controls(p, "layer_removal", {})  # as held_out_runs: each run, then its controls
+    return units + [span_unit(p, c, removal.HELD_OUT) for run in stand_in.values()
+                    for c in [run, *[control for r, control in controls if r == run]]]
 
 
 # family -> its units of work given what the store holds (the choices made on its stored grids; the

@@ -204,10 +204,9 @@ def undecidable(power, decided=()):
 
 def stored_work(profile, root=None):
     """{notebook stem: (runs, scoring)}: the stored records of each training notebook's plan under `root`,
-    its training runs and the scoring passes its plan adds (04's spans). One pass over the store, which
-    notebook_seconds and total_time both read."""
-    return {stem: (provenance.stored_runs(profile, family, root), provenance.stored_scoring(profile, family, root))
-            for stem, family in families.NOTEBOOK_FAMILY.items()}
+    its training runs and the scoring passes its plan adds (04's spans; provenance.stored_work), each family
+    planned once for notebook_seconds and total_time both."""
+    return {stem: provenance.stored_work(profile, family, root) for stem, family in families.NOTEBOOK_FAMILY.items()}
 
 
 def notebook_seconds(profile, root=None, work=None):

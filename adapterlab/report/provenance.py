@@ -13,30 +13,32 @@ from collections import Counter
 from ..experiments import profiles
 
 
-def _stored(profile, family, root, own):
-    """The stored records of the family's current units of work: its own (own=True) or the scoring
-    units its plan adds (own=False). None, and no plan made, without the family's store file."""
+def stored_work(profile, family, root=None):
+    """(runs, scoring): the stored records of a family's current units of work under `root`, its own
+    (stored_runs) and the scoring units its plan adds (stored_scoring), from one plan. ([], []), and no
+    plan made, without the family's store file."""
     from ..experiments import planning, running  # torch and the models: only when asked
     from ..experiments.results import ResultStore
     if not ResultStore(profiles.results_dir(profile, root)).path(family).is_file():
-        return []
+        return [], []
     store = running.store_of(profile, root=root)
-    return [r for unit in planning.work(profile, family, store)
-            if (unit.family == family) == own and (r := store.get(unit.key, unit.family)) is not None]
+    found = [(unit, r) for unit in planning.work(profile, family, store)
+             if (r := store.get(unit.key, unit.family)) is not None]
+    return [r for unit, r in found if unit.family == family], [r for unit, r in found if unit.family != family]
 
 
 def stored_runs(profile, family, root=None):
     """The stored records of the family's current plan (03's "teaching": the notebook's default runs) in
     the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
     and 08, whose plans need packaged tasks of the study's number of classes)."""
-    return _stored(profile, family, root, own=True)
+    return stored_work(profile, family, root)[0]
 
 
 def stored_scoring(profile, family, root=None):
     """The stored records of the scoring its plan adds to a family's runs (04: each scored run's
     layer-removal spans, on validation and on held-out tweets): passes over stored adapters, no training,
     yet part of what making the records from scratch costs (scoring_seconds)."""
-    return _stored(profile, family, root, own=False)
+    return stored_work(profile, family, root)[1]
 
 
 def scoring_seconds(records):
