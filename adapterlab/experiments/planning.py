@@ -450,15 +450,26 @@ def held_out_runs(profile, store):
     if p.layer_removal.held_out is None:
         return {}
     chosen = chosen_from(p, "layer_removal", store_lookup(store, p, "layer_removal"))
+    return _with_controls(p, scored_runs(p, store), chosen)
+
+
+def _with_controls(p, scored, chosen):
+    """{task: [its scored run, then that run's budget controls]} for {task: scored run}."""
     controls = budget_controls(p, "layer_removal", chosen)
-    return {task: [run, *[c for r, c in controls if r == run]] for task, run in scored_runs(p, store).items()}
+    return {task: [run, *[c for r, c in controls if r == run]] for task, run in scored.items()}
+
+
+def _span_units(p, scored, held_out):
+    """Span units: one on validation per scored run (the heatmap's), one on held-out examples per run of
+    `held_out` (held_out_runs: the claims')."""
+    return ([span_unit(p, c) for c in scored.values()]
+            + [span_unit(p, c, removal.HELD_OUT) for runs in held_out.values() for c in runs])
 
 
 def _layer_removal_work(p, family, store):
     """Layer removal's training runs, then per task whose runs are all stored one span unit on validation
     (the heatmap's) and, where the profile holds examples out, the held-out units its claims read."""
-    return (_training_work(p, family, store) + [span_unit(p, c) for c in scored_runs(p, store).values()]
-            + [span_unit(p, c, removal.HELD_OUT) for runs in held_out_runs(p, store).values() for c in runs])
+    return _training_work(p, family, store) + _span_units(p, scored_runs(p, store), held_out_runs(p, store))
 
 
 def span_units_once_trained(profile):
@@ -469,12 +480,8 @@ def span_units_once_trained(profile):
     stand_in = {}
     for c in _PLANS["layer_removal"](p, {}):
         stand_in.setdefault(c.task, c)
-    units = [span_unit(p, c) for c in stand_in.values()]
-    if p.layer_removal.held_out is None:
-        return units
-    controls = budget_controls(p, "layer_removal", {})  # as held_out_runs: each run, then its controls
-    return units + [span_unit(p, c, removal.HELD_OUT) for run in stand_in.values()
-                    for c in [run, *[control for r, control in controls if r == run]]]
+    held_out = {} if p.layer_removal.held_out is None else _with_controls(p, stand_in, {})
+    return _span_units(p, stand_in, held_out)
 
 
 # family -> its units of work given what the store holds (the choices made on its stored grids; the

@@ -17,6 +17,7 @@ not at max_length, which only bounds it, and the passes notebook 04 adds to scor
 A busy machine times slow, and its study comes out smaller.
 Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
 """
+import copy
 import json
 import math
 import os
@@ -128,15 +129,15 @@ def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
     return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length)
 
 
-def time_scoring(backbone, batch_size, max_length, method_args=DEFAULT.layer_removal.method_args):
+def time_scoring(model, tokenizer, batch_size, max_length, method_args=DEFAULT.layer_removal.method_args):
     """Seconds per example that scoring every span of removed adapters costs (removal.span_logits, the lower
     layers' states cached, as notebook 04 scores), measured on one batch of random word pieces at the study's
     length with 04's adapter: the second of two passes, the first paying for kernel selection. Measured, not
-    derived from the step time: how a forward pass compares with a training step varies between machines."""
+    derived from the step time: how a forward pass compares with a training step varies between machines.
+    `model`: the backbone init has loaded already (load_timed); a copy of it gets the adapter."""
     device = pick_device("auto")
-    model, tokenizer = load_backbone(backbone, num_labels=2)
-    adapt(model, "houlsby", **method_args)
-    batch = doctor.fixed_batch(tokenizer, batch_size, max_length, num_labels=2)
+    model = adapt(copy.deepcopy(model), "houlsby", **method_args)
+    batch = doctor.fixed_batch(tokenizer, batch_size, max_length, num_labels=model.config.num_labels)
     split = datasets.Dataset.from_dict({"input_ids": batch["input_ids"].tolist(),
                                         "attention_mask": batch["attention_mask"].tolist(),
                                         "labels": batch["labels"].tolist(), "length": [max_length] * batch_size})
@@ -419,7 +420,8 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
     model, tokenizer, load_seconds = load_timed(backbone, classes)
     summary = read_data(spec, model, tokenizer, DEFAULT.train["batch_size"])
     timing = time_training(backbone, DEFAULT.train["batch_size"], summary.batch_length, load_seconds)
-    timing = replace(timing, span_seconds=time_scoring(backbone, DEFAULT.train["batch_size"], summary.batch_length))
+    timing = replace(timing, span_seconds=time_scoring(model, tokenizer, DEFAULT.train["batch_size"],
+                                                       summary.batch_length))
     folder = out.parent
     table = task_table(task, text_columns, label_column, validation, test, folder)
     model = relative(backbone, folder) if Path(backbone).is_dir() else backbone

@@ -305,7 +305,7 @@ TIMING = si.Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, ma
 def fixed_timing(monkeypatch):
     """This machine's speed as TIMING, so the budget init chooses is the same on every machine."""
     monkeypatch.setattr(si, "time_training", lambda backbone, batch_size, max_length, load_seconds: TIMING)
-    monkeypatch.setattr(si, "time_scoring", lambda backbone, batch_size, max_length: TIMING.span_seconds)
+    monkeypatch.setattr(si, "time_scoring", lambda model, tokenizer, batch_size, max_length: TIMING.span_seconds)
 
 
 def init(folder, **kwargs):
@@ -402,7 +402,9 @@ def test_study_init_counts_04s_scoring_at_the_seconds_per_example_it_measured(tm
 
 
 def test_time_scoring_measures_a_span_pass_per_example():
-    seconds = si.time_scoring("tiny", 4, 16, method_args=dict(bottleneck=8))
+    model, tokenizer = load_backbone("tiny", num_labels=3)
+    seconds = si.time_scoring(model, tokenizer, 4, 16, method_args=dict(bottleneck=8))
+    assert not any("adapter" in name for name, _ in model.named_modules())  # the adapter went on a copy
     assert 0 < seconds < 10  # a positive time, and per example: the tiny backbone's pass of 4 takes well under 40 s
 
 
