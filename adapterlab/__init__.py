@@ -10,6 +10,8 @@ from .nn.layers import BottleneckAdapter, LowRankLinear, PHMLinear
 from .methods.config import METHODS, MethodConfig, method
 from .methods.params import count_parameters
 
+from . import families  # noqa: E402,F401  (each family registers itself: the engines find them by name)
+
 __all__ = [
     "METHODS", "MethodConfig", "method", "adapt", "adapters_disabled", "save_adapter", "load_adapter",
     "count_parameters", "BottleneckAdapter", "LowRankLinear", "PHMLinear",

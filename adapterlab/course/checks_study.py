@@ -164,8 +164,8 @@ def check_collapsed(count_collapsed):
     expected = [int((df["value"] - df["baseline"] < COLLAPSE).sum()) for df in tables]
     points = f"{COLLAPSE * 100:g} points ({COLLAPSE:g})"
     if answers == expected:
-        return (f"the same counts as adapterlab.report.findings (value - majority < {points}) on three sweeps "
-                "whose majority classes differ")
+        return (f"the same counts as adapterlab.families.init_scale's reading (value - majority < {points}) on "
+                "three sweeps whose majority classes differ")
     if len(set(answers)) == 1:
         raise Hint(f"you answer {answers[0]} for three different tables: count the rows of `df` whose value "
                    f"ends less than {points} above its baseline")
@@ -220,7 +220,7 @@ def _tradeoff_frame():
 def check_smallest_within(smallest_within):
     """smallest_within(df, points) -> the label with the fewest trainable parameters whose seed mean is at
     least full fine-tuning's seed mean minus `points` (points x 0.01 in accuracy); full itself excluded."""
-    from ..report.findings import smallest_within as reference
+    from ..families.param_performance import smallest_within as reference
 
     df = _tradeoff_frame()
     answers = {}
@@ -251,7 +251,7 @@ def check_smallest_within(smallest_within):
         raise Hint(f"when no method is close enough, return None (your function raised {type(error).__name__})") from None
     if got is not None:
         raise Hint(f"when no method is close enough, return None (you answered {got!r})")
-    return "the same choice as adapterlab.report.findings.smallest_within on a small table"
+    return "the same choice as adapterlab.families.param_performance.smallest_within on a small table"
 
 
 # ------------------------------------------------------------------ 07: low resource
@@ -366,7 +366,7 @@ def _stream_matrix(T, gen):
 
 def check_stream_forgetting(forgetting):
     """forgetting(matrix) -> the T-1 drops diag - last column (positive = forgotten), tasks 1..T-1."""
-    from ..report.stream import forgetting_from_matrix
+    from ..families.stream import forgetting_from_matrix
 
     gen = np.random.default_rng(8)
     for T in (2, 4, 5, 7):

@@ -67,7 +67,7 @@ def find_notebooks(notebooks_dir=None):
 
 
 def select(notebooks, only=None):
-    """The notebooks named in `only` ("04,05", "layer_removal", "4", "04_layer_removal.ipynb", or a
+    """The notebooks named in `only` ("04,05", a family's name, "4", a notebook's file name, or a
     list of these), in notebook order; all of them for None. An unknown name raises ValueError
     listing the choices."""
     if not only:
@@ -266,18 +266,19 @@ def written(root, profile):
 
 
 def owner(path):
-    """The family (or 03's "teaching", 08's stream) a result or figure file belongs to, by its name: a
-    results file starts with the family's name (init_scale.csv, layer_removal_spans.jsonl), a figure
-    with a file name of its figure's registry entry (figures.FIGURES; 03 draws the learning curves).
-    None for any other file (01 and 02's teaching figures, a file a notebook writes on its own)."""
+    """The name of the family a result or figure file belongs to, by its name: a results file starts with
+    the family's name (init_scale.csv, layer_removal_spans.jsonl), a figure with a file name of one of the
+    family's figures (Family.figures). None for any other file (01 and 02's teaching figures, a file a
+    notebook writes on its own)."""
     from ..report import figures
 
     path = Path(path)
     if path.parent.parent.name == "results":
-        return next((f for f in families.PLANNED if path.stem == f or path.stem.startswith(f + "_")), None)
-    for family, entry in figures.FIGURES.items():
-        if any(path.stem.startswith(stem) for stem in [*entry.png, *entry.html]):
-            return entry.family or family
+        names = [f.name for f in families.registered()]
+        return next((f for f in names if path.stem == f or path.stem.startswith(f + "_")), None)
+    for family, entry in figures.registered().values():
+        if family and any(path.stem.startswith(stem) for stem in [*entry.png, *entry.html]):
+            return family.name
     return None
 
 
@@ -285,8 +286,7 @@ def credit_files(outcomes, before, after):
     """Credit each notebook that ran with the files of its family (owner) that changed while the
     notebooks ran (`before`, `after`: written), store files among the results. Nothing is rebuilt or
     redrawn here: the notebooks wrote what they wrote."""
-    by_family = {families.NOTEBOOK_FAMILY[stem]: o for o in outcomes
-                 if (stem := Path(o["notebook"]).stem) in families.NOTEBOOK_FAMILY}
+    by_family = {family.name: o for o in outcomes if (family := families.of_notebook(Path(o["notebook"]).stem))}
     for path in sorted(p for p, when in after.items() if before.get(p) != when):
         if (o := by_family.get(owner(path))) is not None:
             o["figures" if path.parent.parent.name == "figures" else "results"].append(str(path))
@@ -316,8 +316,8 @@ def notebook_parameters(profile, since, out=None):
 
 
 def _trained_families(chosen):
-    """The families (and 03's teaching runs, 08's stream) whose runs the chosen notebooks train."""
-    return [families.NOTEBOOK_FAMILY[nb.stem] for nb in chosen if nb.stem in families.NOTEBOOK_FAMILY]
+    """The names of the families whose runs (or steps) the chosen notebooks train."""
+    return [family.name for nb in chosen if (family := families.of_notebook(nb.stem))]
 
 
 def _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters, workers_per_gpu=None):
@@ -493,13 +493,12 @@ def _failure_report(o):
 
 def write_findings(profile, chosen, root):
     """Write the profile's findings page (report.document.write: <root>/findings/<name>.md) when any chosen
-    notebook draws a reading (04-08) and the profile is not the default, whose FINDINGS.md and README claims are
+    notebook's family judges claims (04-08) and the profile is not the default, whose FINDINGS.md and README claims are
     committed and rewritten only on purpose. Returns 1 with a one-line error when the page cannot be made from
     the tables (the notebooks' own status stands otherwise), else 0."""
     from ..report import document
-    from ..report.findings import READERS
 
-    if profile.name == document.COMMITTED or not any(families.NOTEBOOK_FAMILY.get(nb.stem) in READERS
+    if profile.name == document.COMMITTED or not any((f := families.of_notebook(nb.stem)) and f.claims
                                                      for nb in chosen):
         return 0
     try:
@@ -525,7 +524,7 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     (write_findings); the default profile's FINDINGS.md is written apart (python -m adapterlab.report.document).
 
     profile        smoke | default | paper | a study file (.toml, studies.py): a name, a path or a Profile
-    only           "04,05" / "layer_removal" / a list: just these notebooks (by number or name)
+    only           "04,05" / a family's name / a list: just these notebooks (by number or name)
     fresh          retrain instead of reusing cached results: records made before this call count as
                    missing, for the sweep and in the kernels (results.fresh_since)
     since          an ISO time: records made before it count as missing (resumes an interrupted fresh

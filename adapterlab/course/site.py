@@ -196,12 +196,12 @@ def _redraw_and_training(kinds, stores_runs):
 def landing_page(notebooks, times, profile, stores_runs=None):
     """index.md: the hand-written introduction, then the notebooks in order with their summaries
     and the times recorded for them: redrawing from the committed results, and training their runs.
-    `stores_runs`: the notebooks that train and store runs (default: those of families.NOTEBOOK_FAMILY).
+    `stores_runs`: the notebooks that train and store runs (default: every registered family's).
     GPU columns appear only when some GPU time is recorded; otherwise one sentence says why not."""
     if stores_runs is None:
-        from ..experiments.families import NOTEBOOK_FAMILY
+        from ..experiments import families
 
-        stores_runs = set(NOTEBOOK_FAMILY)
+        stores_runs = {f.notebook for f in families.registered()}
     intro = (SITE_SOURCES / "intro.md").read_text()
     devices = ["cpu"] + (["gpu"] if any("gpu" in per for per in times.values()) else [])
     header = ["#", "Notebook"] + [f"{what} ({device.upper()})" for device in devices

@@ -10,7 +10,7 @@ run_seconds its record measured. The plan table covers the training runs. A stor
 its record measured, on the machine it names (stored_hours, measured_on). A missing run's are estimated
 (estimated_hours) from one measured training step of the packaged MiniLM (REFERENCE): timed on this machine
 (speed_here: the doctor's step check, as study init times a study), or, for a GPU, the step the committed GPU
-check measured on an H200 (gpu_speed: docs/gpu-check/doctor.json). study_init.Timing.run_seconds scales that
+check measured on an H200 (gpu_speed: docs/gpu-check/doctor.json). timing.Timing.run_seconds scales that
 step to each run's steps, batch and evaluations, and flops_ratio to its backbone and tokens: the length its
 length-bucketed batches pad to on average (batch_tokens), as study init times a study's step.
 """
@@ -25,37 +25,41 @@ import pandas as pd
 
 from . import planning
 from . import profiles as profiles_module
-from .families import PLANNED, TRAINED
+from . import families as registry
 from .results import ResultStore
-from .study_init import Timing, load_timed, time_training
+from .study_init import load_timed, time_training
+from .timing import Timing
 from ..training import doctor
 from ..training import tasks as task_registry
 from ..training.backbones import default_tokenizer
 
 
-def dry_run(profile, families=PLANNED, verbose=True, file=None, root=None, gpu=False):
+def dry_run(profile, families=None, verbose=True, file=None, root=None, gpu=False):
     """Print each family's planned units of work (planning.work), how many the store holds and the seconds
     their records measured, and how many are missing; then the training runs' table (print_plan), its missing
     runs estimated for this machine, or for a GPU when `gpu` (gpu_speed). Return {family: units} (+ "total").
-    The store counted is <root>/data/results/<profile>/ (profiles.results_dir)."""
+    The store counted is <root>/data/results/<profile>/ (profiles.results_dir). `families`: Family values or
+    their names (None: every registered family)."""
     p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p, root))
+    chosen = [registry.get(f) for f in families] if families is not None else registry.registered()
     counts = {}
-    for family in families:
+    for family in chosen:
         units = planning.work(p, family, store)
-        records = [store.get(u.key, family) for u in units]
-        counts[family] = len(units)
+        records = [store.get(u.key, family.name) for u in units]
+        counts[family.name] = len(units)
         stored = [r for r in records if r is not None]
         timed = [r["run_seconds"] for r in stored if "run_seconds" in r]
         untimed = f", {len(stored) - len(timed)} without it" if len(timed) < len(stored) else ""
-        print(f"{family}: {len(units)} units, {len(stored)} stored in {store.path(family)} ({sum(timed) / 3600:,.2f} h "
+        print(f"{family.name}: {len(units)} units, {len(stored)} stored in {store.path(family.name)} "
+              f"({sum(timed) / 3600:,.2f} h "
               f"of run_seconds{untimed}), {len(units) - len(stored)} missing", file=file)
         if verbose:
             for unit, record in zip(units, records):
                 print(f"  {_state(record):>9}  {unit.label}", file=file)
-    counts["total"] = sum(counts[f] for f in families)
+    counts["total"] = sum(counts[f.name] for f in chosen)
     print(f"total: {counts['total']} units of work for profile {p.name!r}", file=file)
-    print_plan(p, [f for f in families if f in TRAINED], file=file, root=root, speed=gpu_speed() if gpu else None)
+    print_plan(p, [f for f in chosen if f.trains_runs], file=file, root=root, speed=gpu_speed() if gpu else None)
     return counts
 
 
@@ -83,7 +87,7 @@ def speed_here():
 
 def gpu_speed(report=GPU_REPORT):
     """The bf16 training step of REFERENCE that a GPU check measured (`python -m adapterlab doctor --report FILE`;
-    the committed one ran on an NVIDIA H200), as a study_init.Timing. The report does not time the backbone's
+    the committed one ran on an NVIDIA H200), as a timing.Timing. The report does not time the backbone's
     load, so a run's estimate leaves it out. Reports older than the step's shape in them had the doctor's
     GPU_CHECK_SHAPE."""
     path = Path(report)
@@ -170,23 +174,23 @@ def measured_seconds(record):
 
 # ----------------------------------------------------------------------------- the plan as a table
 
-def plan_table(profile, families=TRAINED, root=None, speed=None):
+def plan_table(profile, families=None, root=None, speed=None):
     """One row per (family, model, task, method): the grid it sweeps, seeds, runs, runs stored (in
     <root>/data/results/<profile>/, as dry_run), the hours the stored runs' records measured and the machines
     they name (stored_hours, measured_on), and the hours the missing runs would take (estimated_hours, NaN
-    where a backbone's shape is unknown) at `speed` (a study_init.Timing; None: speed_here, timed only when a
-    run is missing)."""
+    where a backbone's shape is unknown) at `speed` (a timing.Timing; None: speed_here, timed only when a
+    run is missing). `families`: Family values or their names (None: every family of training runs)."""
     p = profiles_module.resolve(profile)
     store = ResultStore(profiles_module.results_dir(p, root))
     rows = []
-    for family in families:
+    for family in _training_families(families):
         cap = planning.eval_size(p, family)
         for c in planning.plan_from(p, family, planning.store_lookup(store, p, family)):
-            record = store.get(planning.run_key(c, p, family), family)
+            record = store.get(planning.run_key(c, p, family), family.name)
             estimate = None if record else estimated_seconds(c, speed or speed_here(), cap)
             setting = {"lr": c.train.lr, "epochs" if not c.train.max_steps else "steps": c.train.max_steps or c.train.epochs,
                        **c.method_args, **({"train_size": c.train_size} if c.train_size else {})}
-            rows.append(dict(family=family, model=c.backbone, task=c.task, method=c.method, seed=c.train.seed,
+            rows.append(dict(family=family.name, model=c.backbone, task=c.task, method=c.method, seed=c.train.seed,
                              setting=setting, stored=record is not None,
                              stored_hours=measured_seconds(record) / 3600 if record else 0.0,
                              machine=record.get("machine", "machine not recorded") if record else None,
@@ -210,7 +214,13 @@ def plan_table(profile, families=TRAINED, root=None, speed=None):
     return table
 
 
-def print_plan(profile, families=TRAINED, file=None, root=None, speed=None):
+def _training_families(families):
+    """Families of training runs, as Family values: `families` (values or names), or every registered one."""
+    chosen = [registry.get(f) for f in families] if families is not None else registry.registered()
+    return [f for f in chosen if f.trains_runs]
+
+
+def print_plan(profile, families=None, file=None, root=None, speed=None):
     """The plan table and its totals: what the stored runs took, as measured, and what the missing ones would
     take at `speed` (None: this machine's, speed_here): what `regenerate --dry-run` shows."""
     table = plan_table(profile, families, root, speed)

@@ -1,69 +1,131 @@
-"""The experiment families: which notebook trains which store of runs, and which split each one scores.
+"""The experiment families, each registered once: what an engine needs to know of a family, as one value.
 
-A **family** is one experiment: one plan of work (planning.work), one store file of records
-(data/results/<profile>/<family>.jsonl), its tables, figures and readings, one notebook. FAMILIES
-are the four figure families of training runs compared across methods; notebook 03's **teaching**
-runs are planned and stored like theirs but draw no figure; notebook 08's **stream** plans steps
-that read each other's weights instead of independent training runs. All of them are PLANNED: the
-runners (running.run_plan, the sweep) treat them alike.
+A **family** is one experiment: one notebook, one store file of records (data/results/<profile>/<family>.jsonl),
+one plan of work, one table, its figures, its reading and its claims. Everything a family is lives in one module,
+adapterlab/families/<name>.py, which builds a Family and registers it (register), as PEFT registers each tuner
+once. The engines to its left (experiments/, report/) never name a family: they take a Family, or look one up
+by the name a user or a record gives (get), and call what it holds.
+
+    from adapterlab.experiments import families
+    family = families.get("05")            # by notebook number, notebook stem or store name
+    family.plan(profile, chosen)           # its training runs; family.build(profile, records, root): its table
+    [f.name for f in families.registered()]
+
+A family defined outside the package registers the same way (tests/experiments/test_toy_family.py).
 """
-
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass(frozen=True)
 class Family:
-    """One family's registration, as the experiment layer knows it. Its settings (profiles.SETTINGS), its
-    planner (planning), and its table builder, figures and reading (report: tables.BUILDERS, figures.FIGURES,
-    findings.READERS) are registered under the same name in their own layers, since imports flow one way and
-    this module cannot name what comes after it; tests/checks/test_one_path.py keeps the tables in step.
+    """Everything the engines know of one family. The callables are the family module's own functions.
 
-    name      the store file's name and the key of the per-layer tables
-    notebook  the notebook (stem) that trains it and draws its figures
-    figure    one of the figure families compared across methods (FAMILIES)
-    trained   its plan is training runs (planning.plan: run configs; costs.py); else steps of its own
-    split     which split its table's `value` column measures (its `split` column says the same per row): spans
-              and init scales are scored on validation; the method comparisons report the test score of the
-              state that was best on validation, tested once. None: a table without one such column
-    claims    the table its claims read when not its own: layer removal's spans scored again on examples its
-              run never trained on (its own table, on validation, is the heatmap's)"""
+    name        the store file's name (<name>.jsonl, <name>.csv) and the key of its settings in a profile
+    notebook    the notebook (stem) that runs it and draws its figures
+    settings    its typed settings (a frozen dataclass: a misspelled key is a ValueError naming the valid ones)
+    profiles    {built-in profile name: its settings there, as a dict}; a profile absent here takes the defaults
+    split       which split its table's `value` column measures (None: no one such column)
+    plan        (profile, chosen) -> [train.RunConfig]: its independent training runs (planning.plan adds the
+                budget controls); None for a family whose units are steps of its own (`work`)
+    control_entry
+                RunConfig -> how a `budget_control` entry of its settings names that run (None: no controls)
+    work        (profile, family, store) -> [work.Work]: its units of work; None: one unit per planned run
+    passes      profile -> [work.Work]: the scoring units its work will add once its runs are stored (what study
+                init prices before anything is trained); None: none
+    steps       {a unit's spec["step"]: its worker(spec, folders of its needs' files, folder for its own files)}:
+                the workers of units other than training runs (running.execute finds them here)
+    columns     its table's columns as DESIGN.md's "Result tables" fix them (the contract), first in its CSV
+    build       (profile, records, root) -> report.tables.FamilyResult: its table from its plan's records
+    read        (table, budget table) -> (markdown lines, [(claim title, stats.Verdict)]): its reading
+    claims      its declared claims (report.claims.Claim), in the order its reading judges them
+    claims_table
+                the table its claims read when not its own (layer removal's spans scored on held-out examples)
+    figures     {figure name: report.figures.Entry}: the figure definitions drawn from its tables
+    filters     {table column: picker label}: what its explorer filters by
+    study       (default settings, study_init.Scale) -> [(key, value, comment)]: what `study init` writes for
+                it (None: a study leaves it out)
+    teaches     its runs are the lesson's own: drawn and read, no claim rests on them
+    """
     name: str
     notebook: str
-    figure: bool = True
-    trained: bool = True
+    settings: type
+    profiles: dict = field(default_factory=dict)
     split: str | None = None
-    claims: str | None = None
+    plan: Callable | None = None
+    control_entry: Callable | None = None
+    work: Callable | None = None
+    passes: Callable | None = None
+    steps: dict = field(default_factory=dict)
+    columns: tuple = ()
+    build: Callable | None = None
+    read: Callable | None = None
+    claims: tuple = ()
+    claims_table: str | None = None
+    figures: dict = field(default_factory=dict)
+    filters: dict = field(default_factory=dict)
+    study: Callable | None = None
+    teaches: bool = False
+
+    @property
+    def trains_runs(self):
+        """Its work is independent training runs (planning.plan), which costs.py can price one by one."""
+        return self.plan is not None
+
+    @property
+    def judged_table(self):
+        """The table its claims read: claims_table, else its own."""
+        return self.claims_table or self.name
+
+    @property
+    def number(self):
+        """Its notebook's number, "04"."""
+        return self.notebook[:2]
 
 
-REGISTRY = (
-    Family("teaching", "03_training_adapters", figure=False),  # the lesson's runs: stored, drawn, no claim
-    Family("layer_removal", "04_layer_removal", split="validation", claims="layer_removal_held_out"),
-    Family("init_scale", "05_init_scale", split="validation"),
-    Family("param_performance", "06_params_vs_performance", split="test"),
-    Family("low_resource", "07_low_resource", split="test"),
-    Family("stream", "08_stream_of_tasks", figure=False, trained=False),  # steps that read each other's weights
-)
+_REGISTRY = {}
 
-FAMILIES = tuple(f.name for f in REGISTRY if f.figure)
-STREAM = next(f.name for f in REGISTRY if not f.trained)  # notebook 08: its steps (stream.py) are units of work
-TRAINED = tuple(f.name for f in REGISTRY if f.trained)  # the plans of training runs (planning.plan; costs.py)
-PLANNED = tuple(f.name for f in REGISTRY)  # everything with a plan of work (planning.work) and a store file
-# notebook stem -> the family whose runs it trains and draws; 01 and 02 train nothing
-NOTEBOOK_FAMILY = {f.notebook: f.name for f in REGISTRY}
-FAMILY_NOTEBOOK = {f.name: f.notebook for f in REGISTRY}
-SPLITS = {f.name: f.split for f in REGISTRY if f.split}
-CLAIMS_TABLE = {f.name: f.claims or f.name for f in REGISTRY}  # family -> the table its claims read
+
+def register(family):
+    """Add a family (once per name; registering the same name again replaces it, as re-running a notebook cell
+    that defines a family would). Returns the family."""
+    if not isinstance(family, Family):
+        raise TypeError(f"register takes a Family, got {type(family).__name__}")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def unregister(name):
+    """Remove a family registered by name (a test's toy family, once its test is done)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered():
+    """Every registered family, in the order of their notebooks."""
+    return sorted(_REGISTRY.values(), key=lambda f: f.notebook)
+
+
+def get(token):
+    """The family a user or a record names: a Family as it is, or "04", "4", "04_layer_removal" or its store
+    name. A ValueError lists the choices."""
+    if isinstance(token, Family):
+        return token
+    token = str(token).strip()
+    if token in _REGISTRY:
+        return _REGISTRY[token]
+    number = token.zfill(2) if token.isdigit() else token[:2]
+    for family in registered():
+        if family.number == number:
+            return family
+    choices = ", ".join(f"{f.number} ({f.name})" for f in registered())
+    raise ValueError(f"no experiment {token!r}; choose among {choices}")
 
 
 def family_of(token):
-    """The planned family a user names: "04", "4", "04_layer_removal" or "layer_removal".
-    A ValueError lists the choices."""
-    token = str(token).strip()
-    if token in PLANNED:
-        return token
-    number = token.zfill(2) if token.isdigit() else token[:2]
-    for stem, family in NOTEBOOK_FAMILY.items():
-        if stem[:2] == number:
-            return family
-    choices = ", ".join(f"{stem[:2]} ({family})" for stem, family in NOTEBOOK_FAMILY.items())
-    raise ValueError(f"no experiment {token!r}; choose among {choices}")
+    """The name of the family get() finds."""
+    return get(token).name
+
+
+def of_notebook(stem):
+    """The family notebook `stem` runs, or None (01 and 02 run none)."""
+    return next((f for f in registered() if f.notebook == stem), None)

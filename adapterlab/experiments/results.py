@@ -51,7 +51,7 @@ import re
 import warnings
 from pathlib import Path
 
-from ..methods.atomic import atomic_write
+from ..methods.writing import atomic_write
 
 # Bump this when the meaning of configs or records changes: old lines are then ignored (not deleted) and every
 # run is recomputed.
@@ -172,7 +172,7 @@ class ResultStore:
     def path(self, family="runs"):
         """The file that holds one family's records."""
         if not isinstance(family, str) or not _FAMILY_NAME.fullmatch(family):
-            raise ValueError(f"family {family!r} must be a plain file name like 'init_scale'")
+            raise ValueError(f"family {family!r} must be a plain file name (letters, digits, '_')")
         return self.root / f"{family}.jsonl"
 
     # --- reading -------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Running a plan: make what the result store lacks, in plan order, and hand back the records.
 
-    records = running.run_plan(profile, "init_scale")       # trains only the missing runs
-    records = running.plan_records(profile, "init_scale", running.store_of(profile))   # reads, trains nothing
-    record = running.run_config(profile, "init_scale", config)   # one run more, keyed like the plan's
+    records = running.run_plan(profile, "05")       # trains only the missing runs
+    records = running.plan_records(profile, "05", running.store_of(profile))   # reads, trains nothing
+    record = running.run_config(profile, "05", config)   # one run more, keyed like the plan's
     record = running.run_one(config, eval_size=500)          # one run: train.run + how it was timed
 
 A plan is a list of units of work (planning.work, work.Work) for every family alike: notebook 08's
@@ -22,10 +22,10 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from . import planning, rules, stream, studies, work
+from . import families, planning, rules, studies, work
 from . import profiles as profiles_module
-from ..methods.atomic import atomic_write
-from ..training import backbones, removal
+from ..methods.writing import atomic_write
+from ..training import backbones
 from ..training import tasks as task_registry
 from ..training import train as T
 from .results import ResultStore, fresh_since
@@ -80,15 +80,15 @@ def _train(spec, needs, out):
                    workers=spec.get("workers", 1))
 
 
-def _spans(spec, needs, out):
-    """The worker of a span unit (planning.span_unit): every span of the run's saved adapter (its need's
-    files) scored on the spec's split."""
-    return removal.evaluate_spans(T.RunConfig.from_dict(spec["config"]), needs[0], spec["eval_size"], spec["split"],
-                                  progress=spec.get("progress", False))
-
-
-# a unit's spec["step"] -> its worker(spec, folders of its needs' files, folder for its own files)
-STEPS = {"train": _train, "spans": _spans, **stream.STEPS}
+def worker(step):
+    """The worker of a unit's spec["step"]: worker(spec, folders of its needs' files, folder for its own files).
+    A training run's is here; any other kind of unit's is its family's (Family.steps)."""
+    if step == "train":
+        return _train
+    for family in families.registered():
+        if step in family.steps:
+            return family.steps[step]
+    raise ValueError(f"no worker for a unit of kind {step!r}: no registered family lists it in its steps")
 
 
 def pack(unit, store, **extra):
@@ -105,7 +105,7 @@ def pack(unit, store, **extra):
 def execute(spec):
     """The one worker function, in this process, a sweep's worker process or a Ray task: register the
     data tasks and model folders the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
-    (STEPS), and return {"record", "files"}: the record with how it was timed (workers side by side,
+    (worker), and return {"record", "files"}: the record with how it was timed (workers side by side,
     threads, machine) and the files the step left, as {name: bytes}, for the driver to store."""
     for name, data in spec.get("data_tasks", {}).items():
         task_registry.register_data(name, data)
@@ -120,7 +120,7 @@ def execute(spec):
                 (needs[-1] / name).write_bytes(data)
         out = Path(tmp) / "out"
         out.mkdir()
-        record = STEPS[spec["step"]](spec, needs, out)
+        record = worker(spec["step"])(spec, needs, out)
         files = {f.name: f.read_bytes() for f in out.iterdir() if f.is_file()}
     timed = {"workers": spec.get("workers", 1), "threads": torch.get_num_threads(), "machine": machine()}
     return {"record": {**record, **timed}, "files": files}
@@ -157,10 +157,12 @@ def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=No
     span scores and how a chain of steps grows. The plan's budget controls and span scores run too but
     are not among the records returned (the tables read them). `fresh` becomes one time for the whole
     call, so each unit reruns once. glue_dir: the folder of GLUE's TSV files (None: the hub)."""
-    p = profiles_module.resolve(profile)
+    p, family = profiles_module.resolve(profile), families.get(family)
     store = store_of(p, fresh, root)
+    for change in studies.record_resolved(p, store.root):  # a changed study file: say what its new runs change
+        tqdm.write(f"{p.name}: changed since the last run: {change}")
     done = set()
-    bar = tqdm(desc=f"{p.name}/{family}", disable=not progress, unit="run", total=0)
+    bar = tqdm(desc=f"{p.name}/{family.name}", disable=not progress, unit="run", total=0)
     while todo := [u for u in work.ready(planning.work(p, family, store), store) if u.id not in done]:
         bar.total += len(todo)
         for unit in todo:
@@ -178,13 +180,13 @@ def plan_records(profile, family, store):
     """The family's own records of its plan in `store`, in plan order, read without running anything
     (budget controls left out: tables.budget_control reads them; so are the records of any other family
     the plan makes). A ValueError names what the store lacks and the runners that make it."""
-    p = profiles_module.resolve(profile)
+    p, family = profiles_module.resolve(profile), families.get(family)
     units = planning.work(p, family, store)
     if lacking := [u for u in units if store.get(u.key, u.family) is None]:
-        raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family} (e.g. {lacking[0]}); "
-                         f"make them first: running.run_plan({p.name!r}, {family!r}) or "
-                         f"`python -m adapterlab sweep --profile {p.name} --only {family}`")
-    return [store.get(u.key, family) for u in units if not u.control and u.family == family]
+        raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family.name} (e.g. {lacking[0]}); "
+                         f"make them first: running.run_plan({p.name!r}, {family.name!r}) or "
+                         f"`python -m adapterlab sweep --profile {p.name} --only {family.name}`")
+    return [store.get(u.key, family.name) for u in units if not u.control and u.family == family.name]
 
 
 # ----------------------------------------------------------------------------- one more run
@@ -200,7 +202,7 @@ def run_config(profile, family, config, fresh=False, progress=True, keep_adapter
     unit = planning.training_unit(profile, family, config, keep_adapter=keep_adapter)
     if not work.usable(store, unit):
         run_unit(store, unit, progress)
-    return store.get(unit.key, family)
+    return store.get(unit.key, unit.family)
 
 
 def saved_files(profile, family, config, root=None):

@@ -14,8 +14,8 @@ A study file holds what a profile of profiles.py holds:
     [task]                  data = "reviews.csv" (relative to the study file) or "hf:NAME[:CONFIG]";
                             text_columns = ["review"] (two for sentence pairs); label_column = "stars";
                             optional: validation and test files, and name (default: the data file's stem)
-    [teaching] [layer_removal] [init_scale] [param_performance] [low_resource] [stream]
-                            each family's settings, with the keys of its typed settings (profiles.SETTINGS)
+    [<family>]              each registered family's settings by its name ([init_scale], ...), with the keys
+                            of its typed settings (Family.settings)
 
 Every value is checked against those typed settings: an unknown key, a value of the wrong type or a
 missing required key is a one-line ValueError naming the valid choices. TOML has lists where the
@@ -39,7 +39,8 @@ import typing
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from ..methods.atomic import atomic_write
+from . import families
+from ..methods.writing import atomic_write
 from ..training import files
 from ..training import tasks as task_registry
 from ..training.backbones import register_folder
@@ -75,9 +76,8 @@ def load(path, profile_class, reserved=()):
 
 
 def families_of(profile_class):
-    """{family: its typed settings class}: the Profile fields that hold settings (profiles.SETTINGS)."""
-    hints = typing.get_type_hints(profile_class)
-    return {f.name: hints[f.name] for f in fields(profile_class) if is_dataclass(hints[f.name])}
+    """{family name: its typed settings class}: what a study's tables may be (Family.settings)."""
+    return {f.name: f.settings for f in families.registered()}
 
 
 def from_dict(study, folder, profile_class, reserved=(), where="study", source=None):
@@ -196,12 +196,8 @@ def _check_method_entries(entries, where):
 def _check_grids(profile, where):
     """Every learning-rate grid has two rates or more: a choice on validation from one rate chooses nothing,
     and a grid brackets its choice only when rates lie on both sides of it."""
-    grids = [("layer_removal lrs", profile.layer_removal.lrs)]
-    grids += [(f"low_resource lr_grid {name}", grid) for name, grid in profile.low_resource.lr_grid.items()]
-    for s in profile.param_performance.resolved_groups():
-        grids += [(f"param_performance lr_grid {name}", grid) for name, grid in s.lr_grid.items()]
-        grids += [(f"param_performance methods {entry[0]} {entry[1]} lrs", entry[2]["lrs"])
-                  for entry in s.methods if len(entry) == 3 and "lrs" in entry[2]]
+    grids = [(f"{f.name} {what}", grid) for f in families.registered()
+             for what, grid in getattr(profile.settings(f), "grids", lambda: [])()]
     for what, grid in grids:
         if grid is not None and len(set(grid)) < 2:
             raise ValueError(f"{where} {what} = {list(grid)} has fewer than two rates, so it cannot bracket the "
@@ -334,3 +330,90 @@ def claim(profile, folder):
         raise ValueError(f"{folder} holds records but no {IDENTITY}, so which data they come from is unknown: give "
                          "this study another name, or move that folder away (nothing in it was changed)")
     atomic_write(path, json.dumps(mine, indent=1, sort_keys=True) + "\n")
+
+
+# ----------------------------------------------------------------------------- the resolved study, beside its records
+
+RESOLVED = "resolved.toml"  # beside a study's records: every setting as its runs used it
+
+
+def toml_value(value):
+    """A value as TOML: text quoted (JSON's escapes are TOML's), lists in brackets, tables inline (TOML has
+    no null: None is left out by the caller)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"cannot write {value!r} as TOML")
+
+
+def toml_key(key):
+    key = str(key)
+    return key if key.replace("-", "").replace("_", "").isalnum() and key.isascii() else toml_value(key)
+
+
+
+def resolved(profile):
+    """Every setting of a profile as its runs use it, as TOML would hold it: the profile-wide settings, then
+    each registered family's typed settings, defaults filled in (None, which TOML cannot hold, left out)."""
+    def plain_value(value):
+        if is_dataclass(value):
+            return {f.name: plain_value(getattr(value, f.name)) for f in fields(value)
+                    if getattr(value, f.name) is not None}
+        if isinstance(value, dict):
+            return {str(k): plain_value(v) for k, v in value.items() if v is not None}
+        if isinstance(value, (list, tuple)):
+            return [plain_value(v) for v in value]
+        return value
+    wide = {key: plain_value(getattr(profile, key)) for key in ("name", "description", "backbone", "tasks",
+                                                               *PROFILE_KEYS[3:]) if getattr(profile, key) is not None}
+    return wide | {f.name: plain_value(profile.settings(f)) for f in families.registered()}
+
+
+def resolved_text(profile):
+    """resolved() as a TOML file: what `data/results/<name>/resolved.toml` holds."""
+    settings = resolved(profile)
+    lines = [f"# Every setting of study {profile.name!r} as its runs use it (the study file's, the defaults filled in).",
+             "# Written by the runners beside the study's records; a later run of a changed study file says what "
+             "changed."]
+    lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in settings.items() if not isinstance(v, dict)
+              or k in PROFILE_KEYS]
+    for table, value in settings.items():
+        if isinstance(value, dict) and table not in PROFILE_KEYS:
+            lines += ["", f"[{toml_key(table)}]"] + [f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()]
+    return "\n".join(lines) + "\n"
+
+
+def changes(old, new, where=""):
+    """['init_scale.seeds: [0] -> [0, 1, 2]', ...]: the settings that differ between two resolved() dicts."""
+    out = []
+    for key in dict.fromkeys([*old, *new]):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += changes(a, b, f"{where}{key}.")
+        elif a != b:
+            out.append(f"{where}{key}: {toml_value(a) if a is not None else '(unset)'} -> "
+                       f"{toml_value(b) if b is not None else '(unset)'}")
+    return out
+
+
+def record_resolved(profile, folder):
+    """Write `folder`/resolved.toml for a study (a profile with data of its own) before its runs are made, and
+    return what changed since the one there (changes(); [] the first time, or when nothing did). Built-in
+    profiles' settings are the code's, so they write none."""
+    if not own_tasks(profile):
+        return []
+    path = Path(folder) / RESOLVED
+    before = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    text = resolved_text(profile)
+    if before is None or tomllib.loads(text) != before:
+        atomic_write(path, text)
+    return [] if before is None else changes(before, tomllib.loads(text))

@@ -13,12 +13,11 @@ train size and low-resource sizes. Its budget is the largest of SCALES whose est
 The estimate counts every run of the plan (planning.plan, each grid as if its choice were made) at the
 step time measured at the length the data's length-bucketed batches pad to on average (tasks.padded_length),
 not at max_length, which only bounds it, and the passes notebook 04 adds to score the spans of removed layers
-(planning.span_units_once_trained) at the seconds per example one such pass measures here (time_scoring).
+(Family.passes: notebook 04's span scores) at the seconds per example one such pass measures here (time_scoring).
 A busy machine times slow, and its study comes out smaller.
 Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
 """
 import copy
-import json
 import math
 import os
 import textwrap
@@ -30,9 +29,9 @@ import datasets
 import numpy as np
 import torch
 
-from . import planning, profiles, studies
-from .families import FAMILIES
-from ..methods.config import method
+from . import families, planning, profiles, studies
+from .studies import toml_key, toml_value
+from .timing import Timing
 from ..methods.inject import adapt
 from ..training import doctor, files
 from ..training import tasks as task_registry
@@ -40,7 +39,29 @@ from ..training.backbones import load_backbone
 from ..training.removal import span_logits
 from ..training.train import input_limit, pick_device
 
-DEFAULT = profiles.PROFILES["default"]
+
+def default():
+    """The default profile: every study starts from its settings."""
+    return profiles.get("default")
+
+
+def study_families():
+    """The families a study plans (Family.study: what init writes for each), in notebook order."""
+    return [f for f in families.registered() if f.study]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big a study is, as each family's `study` writes its settings: the task's name, the default profile's
+    steps x factor, the seeds, 06's methods ("every" entry or the "core" ones), the train split's size, and the
+    default profile it starts from."""
+    task: str
+    factor: float
+    seeds: tuple
+    methods: str
+    n_train: int
+    default: object
+
 # The budgets tried, largest first: (the default profile's steps per run x factor, seeds, 06's methods:
 # "every" entry of the default's, or its "core", the arms of its budget control). Fewer steps first, then
 # fewer methods, then one seed: the seeds are what puts an interval on every comparison.
@@ -48,7 +69,6 @@ SCALES = ((1, 3, "every"), (1 / 2, 3, "every"), (1 / 4, 3, "every"), (1 / 4, 3, 
           (1 / 8, 1, "core"))
 EVAL_CAP = 2000  # larger validation/test splits are capped (a seeded subset) so evaluations stay cheap
 WIDTH = 100  # of the written file's lines
-FULL_BACKWARD = 1.5  # a step that trains every weight, relative to an adapter step: backward 2x forward, not 1x
 
 
 # ----------------------------------------------------------------------------- the data and the machine
@@ -85,36 +105,6 @@ def read_data(spec, model, tokenizer, batch_size) -> DataSummary:
                        len(task.text_fields) == 2, batch_length)
 
 
-@dataclass(frozen=True)
-class Timing:
-    """Seconds measured here: one training step (batch_size examples of max_length tokens, a Houlsby
-    adapter; for a study, the length its batches pad to), one load of the backbone and, where study init
-    measured it (time_scoring), one example's scoring of every span of notebook 04's layer removal."""
-    device: str
-    step_seconds: float
-    load_seconds: float
-    batch_size: int
-    max_length: int
-    span_seconds: float | None = None
-
-    def run_seconds(self, config, sizes, eval_cap, scale=1.0):
-        """A run's estimated seconds: the backbone's load, its steps and its evaluations (validation each
-        eval_every steps and test once, a forward pass costing half an adapter step per example). `scale`: how
-        many times a timed example each of the run's examples costs (costs.flops_ratio: another backbone or
-        length; here 1, as init times the study's own)."""
-        t = config.train
-        n = config.train_size or sizes["train"]
-        per_epoch = math.ceil(n / t.batch_size)
-        steps = t.max_steps or math.ceil(t.epochs * per_epoch)
-        evaluations = math.ceil(steps / (t.eval_every or per_epoch))
-        example = self.step_seconds * scale / self.batch_size  # one example's share of a timed step
-        step = example * t.batch_size
-        weight = FULL_BACKWARD if method(config.method, **config.method_args).trains == "all" else 1.0
-        cap = eval_cap or math.inf
-        examples = evaluations * min(sizes["validation"], cap) + min(sizes["test"], cap)
-        return self.load_seconds + steps * step * weight + examples * example / 2
-
-
 def load_timed(backbone, num_labels):
     """(model, tokenizer, seconds to load the backbone): they measure the texts (read_data)."""
     start = time.perf_counter()
@@ -129,10 +119,10 @@ def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
     return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length)
 
 
-def time_scoring(model, tokenizer, batch_size, max_length, method_args=DEFAULT.layer_removal.method_args):
+def time_scoring(model, tokenizer, batch_size, max_length, method_args):
     """Seconds per example that scoring every span of removed adapters costs (removal.span_logits, the lower
     layers' states cached, as notebook 04 scores), measured on one batch of random word pieces at the study's
-    length with 04's adapter: the second of two passes, the first paying for kernel selection. Measured, not
+    length with the scored runs' Houlsby adapter (`method_args`): the second of two passes, the first paying for kernel selection. Measured, not
     derived from the step time: how a forward pass compares with a training step varies between machines.
     `model`: the backbone init has loaded already (load_timed); a copy of it gets the adapter."""
     device = pick_device("auto")
@@ -153,11 +143,6 @@ def time_scoring(model, tokenizer, batch_size, max_length, method_args=DEFAULT.l
 
 # ----------------------------------------------------------------------------- the study's settings
 
-def low_resource_sizes(n_train):
-    """The default profile's sizes that the train split holds; fewer than three: 1/8, 1/4, 1/2 and all of it."""
-    sizes = tuple(s for s in DEFAULT.low_resource.sizes if s <= n_train)
-    return sizes if len(sizes) >= 3 else tuple(sorted({max(1, n_train // d) for d in (8, 4, 2, 1)}))
-
 
 def scaled(train, factor):
     """A family's training settings with `factor` x its max_steps, validated as many times as before."""
@@ -172,7 +157,7 @@ CONTROL = "retrained at twice the steps (budget_factor), every seed: do the conc
 def profile_wide(name, backbone, summary):
     """The top-level settings: name, backbone, max_length and the default profile's rates, train size and
     evaluation sets as far as the data hold them."""
-    d, sizes = DEFAULT, summary.sizes
+    d, sizes = default(), summary.sizes
     keys = [("name", name, f"the study's name: its records go to data/results/{name}/, its figures to figures/{name}/"),
             ("backbone", backbone, "the model: default (the packaged MiniLM), a local model folder or a hub name"),
             ("max_length", summary.max_length, "tokens per example: the 95th percentile of the train texts' "
@@ -194,82 +179,17 @@ TASK_COMMENTS = {"data": "the data file (relative to this file) or hf:NAME[:CONF
                  "name": "the task's name in run keys, tables and figures"}
 
 
-def held_out_size(n_train):
-    """How many train examples 04 scores its claims on, unseen by its run: the default profile's held_out, as
-    far as the part of the train split its train_size leaves out holds them (0: none, the runs train on all)."""
-    return min(DEFAULT.layer_removal.held_out, max(0, n_train - DEFAULT.train_size))
-
-
-def layer_removal(task_name, factor, n_train):
-    s = DEFAULT.layer_removal
-    keys = [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
-                                                 "are then removed span by span"),
-            ("train", scaled(s.train, factor), "its steps, validated every eval_every steps"),
-            ("budget_control", [task_name], CONTROL)]
-    held_out = held_out_size(n_train)
-    if held_out:
-        keys.append(("held_out", held_out, "its claims are judged on this many train examples its run never saw "
-                                           "(the heatmap stays on validation, where the run's best state was "
-                                           "chosen); leave out: the claims await held-out scoring"))
-    return keys
-
-
-def init_scale(seeds, factor):
-    s = DEFAULT.init_scale
-    return [("stds", list(s.stds), "notebook 05: the init std of the Houlsby adapters, swept"),
-            ("seeds", list(seeds), "each std trains with each seed"),
-            ("method_args", dict(s.method_args), "the adapter size m"),
-            ("train", scaled(s.train, factor), "lr: the rate 06 chose for Houlsby m=64 on the packaged tweets; "
-                                               "set the one 06 chooses on your data"),
-            ("budget_control", list(s.budget_control), CONTROL + " The first std is the claims' reference")]
-
-
-def param_performance(seeds, factor, methods):
-    s = DEFAULT.param_performance
-    entries = s.methods if methods == "every" else s.budget_control
-    names = {entry[0] for entry in entries}
-    return [("methods", [list(e) for e in entries], "notebook 06: [method, {settings}] or [method, {settings}, "
-                                                    "{lrs = its own grid}]"),
-            ("seeds", list(seeds), "the first seed tries every rate of a grid; the others train at the rate "
-                                   "chosen on validation"),
-            ("train", scaled(s.train, factor), "every method's steps, validated every eval_every steps"),
-            ("budget_control", [list(e) for e in s.budget_control], CONTROL + " The first is the claims' "
-                                                                              "reference arm"),
-            ("lr_grid", {m: list(g) for m, g in s.lr_grid.items() if m in names},
-             "the rates tried per method: the default profile's grids, each bracketing the rate chosen on the "
-             "packaged tweets. The readings flag a choice at an end of its grid: then add the next rate of the "
-             "1-3-10 ladder that way")]
-
-
-def low_resource(seeds, factor, n_train):
-    s = DEFAULT.low_resource
-    sizes = low_resource_sizes(n_train)
-    return [("sizes", list(sizes), "notebook 07: nested seeded subsets of the train split, none larger than it"),
-            ("methods", list(s.methods), "the methods compared at every size"),
-            ("seeds", list(seeds), "each size and method trains with each seed (method_seeds: a method's own)"),
-            ("method_seeds", {m: list(v) for m, v in s.method_seeds.items()}, ""),
-            ("lr_grid", {m: list(g) for m, g in s.lr_grid.items()}, "tried at lr_choice_size with each of "
-                                                                    "lr_choice_seeds; the best mean validation wins"),
-            ("lr_choice_size", sizes[len(sizes) // 2], ""),
-            ("lr_choice_seeds", list(seeds[:2]), ""),
-            ("steps", max(s.evaluations, round(s.steps * factor)), "steps at every size"),
-            ("evaluations", s.evaluations, "validations per run"),
-            ("budget_control", [[m, sizes[-1]] for m, _ in s.budget_control], CONTROL + " At the largest size")]
-
-
 def sections(name, task, backbone, summary, scale):
-    """The study as [(table or None, [(key, value, comment)])]: the default profile's figure families at
-    `scale` (one of SCALES) on this data. `task`: the [task] table (task_table). One source for the
-    file's text (toml_text) and for checking it (studies.from_dict)."""
+    """The study as [(table or None, [(key, value, comment)])]: the default profile's settings of each family a
+    study plans (study_families) at `scale` (one of SCALES) on this data. `task`: the [task] table (task_table).
+    One source for the file's text (toml_text) and for checking it (studies.from_dict)."""
     factor, n_seeds, methods = scale
-    seeds = tuple(range(n_seeds))
+    d = default()
+    size = Scale(task["name"], factor, tuple(range(n_seeds)), methods, summary.sizes["train"], d)
     return [(None, profile_wide(name, backbone, summary)),
             ("task", [(key, value, TASK_COMMENTS[key]) for key, value in task.items()]),
-            ("train", [(key, value, "") for key, value in DEFAULT.train.items()]),
-            ("layer_removal", layer_removal(task["name"], factor, summary.sizes["train"])),
-            ("init_scale", init_scale(seeds, factor)),
-            ("param_performance", param_performance(seeds, factor, methods)),
-            ("low_resource", low_resource(seeds, factor, summary.sizes["train"]))]
+            ("train", [(key, value, "") for key, value in d.train.items()]),
+            *[(f.name, f.study(d.settings(f), size)) for f in study_families()]]
 
 
 def as_study(parts):
@@ -287,47 +207,30 @@ def full_plan(profile, family):
 
 
 def scored_examples(unit, sizes):
-    """How many examples a span unit (planning.span_unit) scores: validation up to its cap; the held-out
-    examples, its cap (study init sets held_out to what the train split leaves unseen: held_out_size)."""
+    """How many examples a scoring unit (Family.passes) scores: validation up to its cap; the held-out
+    examples, its cap (study init sets a held-out size to what the train split leaves unseen)."""
     cap = unit.spec["eval_size"] or math.inf
     return int(min(cap, sizes["validation"])) if unit.spec["split"] == "validation" else int(cap)
 
 
 def estimate(profile, summary, timing):
-    """(seconds, runs, scoring passes) of the study's figure families on this machine: Timing.run_seconds per
-    run, and Timing.span_seconds per example each of 04's scoring passes scores."""
-    configs = [c for family in FAMILIES for c in full_plan(profile, family)]
-    passes = planning.span_units_once_trained(profile)
+    """(seconds, runs, scoring passes) of the study's families on this machine: Timing.run_seconds per run, and
+    Timing.span_seconds per example each scoring pass its plans add (Family.passes) scores."""
+    configs = [c for family in study_families() for c in full_plan(profile, family)]
+    passes = scoring_passes(profile)
     if passes and timing.span_seconds is None:
-        raise ValueError("the estimate needs the seconds of 04's span scoring: time them with time_scoring")
+        raise ValueError("the estimate needs the seconds of a scoring pass: time them with time_scoring")
     scoring = sum(scored_examples(u, summary.sizes) * timing.span_seconds for u in passes)
     return sum(timing.run_seconds(c, summary.sizes, profile.eval_size) for c in configs) + scoring, len(configs), \
         len(passes)
 
 
+def scoring_passes(profile):
+    """The scoring units the study's plans will add once their runs are stored (Family.passes)."""
+    return [u for f in study_families() if f.passes for u in f.passes(profile)]
+
+
 # ----------------------------------------------------------------------------- the file
-
-def toml_value(value):
-    """A value as TOML: text quoted (JSON's escapes are TOML's), lists in brackets, tables inline (TOML has
-    no null: None is left out by the caller)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"cannot write {value!r} as TOML")
-
-
-def toml_key(key):
-    key = str(key)
-    return key if key.replace("-", "").replace("_", "").isalnum() and key.isascii() else toml_value(key)
 
 
 def toml_text(header, parts):
@@ -418,10 +321,13 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
                          "or hf:NAME")
     classes = task_registry.load_task(spec).num_labels  # the data's errors (a missing column, one class) come first
     model, tokenizer, load_seconds = load_timed(backbone, classes)
-    summary = read_data(spec, model, tokenizer, DEFAULT.train["batch_size"])
-    timing = time_training(backbone, DEFAULT.train["batch_size"], summary.batch_length, load_seconds)
-    timing = replace(timing, span_seconds=time_scoring(model, tokenizer, DEFAULT.train["batch_size"],
-                                                       summary.batch_length))
+    batch_size = default().train["batch_size"]
+    summary = read_data(spec, model, tokenizer, batch_size)
+    timing = time_training(backbone, batch_size, summary.batch_length, load_seconds)
+    scored = scoring_passes(default())  # the adapter a scoring pass scores, as the default profile trains it
+    if scored:
+        timing = replace(timing, span_seconds=time_scoring(model, tokenizer, batch_size, summary.batch_length,
+                                                           scored[0].spec["config"]["method_args"]))
     folder = out.parent
     table = task_table(task, text_columns, label_column, validation, test, folder)
     model = relative(backbone, folder) if Path(backbone).is_dir() else backbone

@@ -45,10 +45,11 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import planning, running, work
+from . import planning, running, studies, work
 from . import profiles as profiles_module
-from .families import PLANNED, family_of
-from .results import atomic_write, fresh_since
+from . import families as registry
+from .results import fresh_since
+from ..methods.writing import atomic_write
 
 FAILURES = "sweep_failures.json"
 
@@ -56,12 +57,14 @@ FAILURES = "sweep_failures.json"
 # ----------------------------------------------------------------------------- what to run
 
 def families(only=None):
-    """The families of `only` ("04,08", "layer_removal", a list); every one with a plan (03-08) for None."""
+    """The names of the families of `only` ("04,08", a family's name, a list), in notebook order; every
+    registered one for None."""
+    names = [f.name for f in registry.registered()]
     if not only:
-        return list(PLANNED)
+        return names
     tokens = only.split(",") if isinstance(only, str) else [str(t) for t in only]
-    chosen = {family_of(t) for t in tokens if t.strip()}
-    return [f for f in PLANNED if f in chosen]
+    chosen = {registry.family_of(t) for t in tokens if t.strip()}
+    return [f for f in names if f in chosen]
 
 
 def missing(profile, only=None, skip=(), fresh=False, root=None):
@@ -254,6 +257,8 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     p = profiles_module.resolve(profile)
     since = fresh_since(fresh)  # one time for the whole sweep: a run it retrained is not retrained again
     store = running.store_of(p, since, root)
+    for change in studies.record_resolved(p, store.root):  # a changed study file: say what its new runs change
+        print(f"sweep {p.name}: changed since the last run: {change}", file=file)
     failures = Failures(store.root)
     attempted, failed = set(), []
     resume = "rerun the same command" if since is None else f"rerun with --since {since.isoformat()}"

@@ -22,7 +22,7 @@ from .results import config_key
 @dataclass(frozen=True)
 class Work:
     """One unit of work: family and key (where the store keeps its record), spec (what a worker needs:
-    spec["step"] names the function, running.STEPS), needs (the units whose files it reads), marker
+    spec["step"] names the function, running.worker), needs (the units whose files it reads), marker
     (the file it leaves last; None: it leaves no files), kept (False: its files go once no missing unit
     reads them, e.g. a fine-tuned model's 90 MB), files_in (the store's folder for them), control (a
     budget control: trained with its family's plan, read by the budget tables only) and a label for

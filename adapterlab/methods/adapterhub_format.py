@@ -63,7 +63,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save
 
-from .atomic import atomic_write
+from .writing import atomic_write
 from .config import POSITIONS, method
 from .inject import (SHARED_RULE_NAME, blocks, fill, head_parameter_names, hidden_size, insertion_points,
                      is_layernorm)

@@ -25,7 +25,7 @@ from transformers.pytorch_utils import Conv1D
 
 from . import lora as lora_module
 from . import prompt_tuning as prompt_module
-from .atomic import atomic_write
+from .writing import atomic_write
 from .config import method
 from .inject import fill, head_parameter_names
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from safetensors.torch import load_file, save
 
 from . import adapterhub_format, lora, peft_format
-from .atomic import atomic_write
+from .writing import atomic_write
 from .config import MethodConfig
 from .inject import blocks, fill, hidden_size, insertion_points
 

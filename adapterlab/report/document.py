@@ -21,8 +21,7 @@ from ..experiments import families, profiles, stats
 from ..training import files
 from ..training import tasks as task_registry
 from . import provenance
-from .findings import READERS, budget_control, judged, load
-from .lesson import teaching, teaching_table, test_examples
+from .findings import budget_control, judged, load
 
 BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.document --write) -->", "<!-- claims:end -->"
 COMMITTED = "default"  # the profile whose page is FINDINGS.md, with its claims in the README
@@ -119,29 +118,32 @@ def checks_table(rows):
 
 
 def readings(profile="default", root=None):
-    """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): from the profile's
-    stored runs (03) and committed CSVs (04-08: findings.READERS) under `root` (profiles.project_root)."""
+    """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): each registered
+    family's reading (Family.read) of its table under `root` (profiles.project_root), in the notebooks' order."""
     out, rows = [], []
-    taught = provenance.stored_runs(profile, "teaching", root)
-    if taught:
-        results, majority, metric = teaching_table(taught)
-        task = taught[0]["task"]
-        lines = teaching(results, majority, metric, test_examples(profile, task))
-        seconds, what = provenance.cost(taught)
-        out += [f"**Training adapters, {task}** (notebook 03: the lesson's runs, no claim rests on them)", *lines,
-                f"  *(from scratch: {len(taught)} run(s), {seconds / 60:.0f} min, {what})*", ""]
-    for family in READERS:  # every family with a reading, in the notebooks' order
-        df = judged(profile, family, root)
+    for family in families.registered():
+        df = None if family.read is None else table(profile, family, root)
         if df is None or df.empty:
             continue
-        budget = load(profile, f"{family}_budget_control", root)
-        lines, found = READERS[family](df, budget)
+        budget = load(profile, f"{family.name}_budget_control", root)
+        lines, found = family.read(df, budget)
         lines += budget_control(budget)
         seconds, runs, what = provenance.from_scratch(profile, family, root)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
-        rows += [(families.FAMILY_NOTEBOOK[family][:2], title, v) for title, v in found]
+        rows += [(family.number, title, v) for title, v in found]
     return out, rows
+
+
+def table(profile, family, root=None):
+    """The table a family's reading reads: the CSV its claims read, else its own CSV (findings.judged), else,
+    for a family that writes none (the lesson's), its table built from the records of its plan the store holds
+    (None when it holds none)."""
+    found = judged(profile, family, root)
+    if found is not None:
+        return found
+    stored = provenance.stored_runs(profile, family, root)
+    return families.get(family).build(profiles.resolve(profile), stored, root).table if stored else None
 
 
 def tally(rows):
@@ -206,7 +208,7 @@ def stored_work(profile, root=None):
     """{notebook stem: (runs, scoring)}: the stored records of each training notebook's plan under `root`,
     its training runs and the scoring passes its plan adds (04's spans; provenance.stored_work), each family
     planned once for notebook_seconds and total_time both."""
-    return {stem: provenance.stored_work(profile, family, root) for stem, family in families.NOTEBOOK_FAMILY.items()}
+    return {f.notebook: provenance.stored_work(profile, f, root) for f in families.registered()}
 
 
 def notebook_seconds(profile, root=None, work=None):
@@ -233,8 +235,7 @@ def total_time(profile, root=None):
     stored under `root` of every notebook that stores any, and the scoring their plans add."""
     work = stored_work(profile, root)
     seconds = notebook_seconds(profile, root, work)
-    missing = [family for stem, family in families.NOTEBOOK_FAMILY.items()
-               if family in families.FAMILIES and not seconds[stem][0]]
+    missing = [f.name for f in families.registered() if f.study and not seconds[f.notebook][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items() if s) or "none stored"
     total = sum(s for s, _ in seconds.values())
     where = provenance.machines([r for runs, _ in work.values() for r in runs])
@@ -275,7 +276,7 @@ def page_path(profile, root=None):
 def write(profile="default", root=None):
     """Write the profile's page (page_path) from the records under `root`, and for the default profile the
     README's claims table too (between BEGIN and END); return the page's path."""
-    from ..methods.atomic import atomic_write
+    from ..methods.writing import atomic_write
     p, root = profiles.resolve(profile), profiles.project_root(root)
     path = page_path(p, root)
     if p.name != COMMITTED:

@@ -5,11 +5,10 @@ a CSV's `label` column and a sentence in a finding cannot spell the same thing t
 
 Vocabulary (each word means one thing in the package):
 
-- **family**: one figure experiment. Each family has one planner (planning.plan), one table
-  (tables.<family>), one store file of runs (data/results/<profile>/<family>.jsonl), one CSV
-  (data/results/<profile>/<family>.csv) and one notebook. FAMILIES lists them.
-- **teaching**: notebook 03's runs. They are planned and stored like a family's (teaching.jsonl)
-  but draw no figure, so teaching is in PLANNED and not in FAMILIES.
+- **family**: one experiment and its notebook, everything it is in one module (adapterlab/families/): one plan,
+  one store file of runs (data/results/<profile>/<family>.jsonl), one table and CSV, its figures, its reading
+  and its claims. experiments.families lists the registered ones; notebook 03's lesson is one too, whose runs
+  teach and judge no claim.
 - **method line**: the line of the parameter/performance plot a method belongs to (Houlsby adapters
   of every size are one line, "adapters"). The param_performance CSV keeps it in its column named
   `family` (a column name kept for the committed tables' sake; it is not a family above).
@@ -104,7 +103,7 @@ def method_size(m):
 
 # ----------------------------------------------------------------------------- the stream's learners
 
-# notebook 08's learners (experiments/stream.py LEARNERS) -> display name, in the order every figure shows them
+# notebook 08's learners (families/stream.py LEARNERS) -> display name, in the order every figure shows them
 LEARNER_NAMES = {"sequential": "sequential fine-tuning", "adapters": "adapters (frozen base)",
                  "copies": "one fine-tuned copy per task"}
 

@@ -2,15 +2,15 @@
 make from scratch, and on which machines their seconds were measured.
 
     from adapterlab.report import provenance
-    print(provenance.timing("default", "param_performance"))   # one sentence for the top of a notebook
-    seconds, runs, what = provenance.from_scratch("default", "stream")
+    print(provenance.timing(profile, "06"))   # one sentence for the top of a notebook
+    seconds, runs, what = provenance.from_scratch(profile, "08")
 
 Machines differ from session to session (AVX2-only and AVX-512 CPUs), and a sweep trains runs side by
 side, so every sum says both: the machines that made the records, and how many runs shared them.
 """
 from collections import Counter
 
-from ..experiments import profiles
+from ..experiments import families, profiles
 
 
 def stored_work(profile, family, root=None):
@@ -19,16 +19,17 @@ def stored_work(profile, family, root=None):
     plan made, without the family's store file."""
     from ..experiments import planning, running  # torch and the models: only when asked
     from ..experiments.results import ResultStore
-    if not ResultStore(profiles.results_dir(profile, root)).path(family).is_file():
+    name = families.get(family).name
+    if not ResultStore(profiles.results_dir(profile, root)).path(name).is_file():
         return [], []
     store = running.store_of(profile, root=root)
     found = [(unit, r) for unit in planning.work(profile, family, store)
              if (r := store.get(unit.key, unit.family)) is not None]
-    return [r for unit, r in found if unit.family == family], [r for unit, r in found if unit.family != family]
+    return [r for unit, r in found if unit.family == name], [r for unit, r in found if unit.family != name]
 
 
 def stored_runs(profile, family, root=None):
-    """The stored records of the family's current plan (03's "teaching": the notebook's default runs) in
+    """The stored records of the family's current plan (the lesson's: its notebook's default runs) in
     the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
     and 08, whose plans need packaged tasks of the study's number of classes)."""
     return stored_work(profile, family, root)[0]
@@ -77,8 +78,9 @@ def timing(profile, family, root=None):
     """One sentence for the top of a notebook: what its runs cost from scratch, from the store."""
     records = stored_runs(profile, family, root)
     if not records:
-        return f"From scratch: nothing stored yet for {family} in profile {profile!r}."
+        return f"From scratch: nothing stored yet for {families.get(family).name} in profile {profile!r}."
     seconds, what = cost(records)
     return (f"From scratch this notebook trains {len(records)} run(s): {seconds / 60:.1f} min on the machines that "
             f"made the stored results ({machines(records)}; {what}, summed over "
-            f"data/results/{profiles.resolve(profile).name}/{family}.jsonl); from the store it only redraws.")
+            f"data/results/{profiles.resolve(profile).name}/{families.get(family).name}.jsonl); from the store it "
+            "only redraws.")

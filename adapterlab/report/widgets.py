@@ -23,10 +23,6 @@ from IPython.display import display
 from . import figures, labels, plots
 
 _STYLE = {"description_width": "initial"}
-# the table columns each explorer filters by, with the picker's label (layer removal: the span sliders)
-FILTERS = {"layer_removal": {"task": "task"}, "init_scale": {"task": "tasks", "seed": "seeds"},
-           "param_performance": {"task": "task", "family": "method lines"},
-           "low_resource": {"task": "task", "method": "methods", "train_size": "training sizes"}}
 
 
 def live_frontend():
@@ -56,12 +52,19 @@ def _picker(column, label, values):
                             rows=min(len(values), 6), disabled=len(values) == 1, style=_STYLE)
 
 
+def _filters(name):
+    """The table columns a figure's explorer filters by, with the picker's label: its family's (Family.filters;
+    a table of spans also gets the span sliders)."""
+    family, _ = figures.entry(name)
+    return family.filters if family else {}
+
+
 class _Explorer:
     def __init__(self, family, table, train_extra, estimate_seconds, options):
         self.family, self.table, self.options = family, table.copy(), options
         self.view = w.ToggleButtons(description="view", style={**_STYLE, "button_width": "auto"})
         self.pickers = {c: _picker(c, label, list(dict.fromkeys(table[c])))
-                        for c, label in FILTERS.get(family, {}).items() if c in table}
+                        for c, label in _filters(family).items() if c in table}
         self.info, self.out = w.HTML(), w.Output()
         rows = [w.HBox([self.view]), w.HBox(list(self.pickers.values()))]
         self.spans = {"first_layer", "last_layer"} <= set(table)  # layer removal: span sliders
@@ -116,7 +119,7 @@ class _Explorer:
                 print(f"cannot draw this selection: {exc}")
 
     def _span_text(self, rows):
-        (z, layers, full), metric, (i, j) = figures.layer_removal_grid(rows), str(rows["metric"].iloc[0]), \
+        (z, layers, full), metric, (i, j) = figures.span_grid(rows), str(rows["metric"].iloc[0]), \
             (self.first.value, self.last.value)
         value, unit, scale = z[layers.index(i), layers.index(j)], labels.metric_unit(metric), labels.SCALE
         return (f"<b>adapters removed from layers {i}–{j}</b> ({j - i + 1} of {len(layers)} layers): validation "

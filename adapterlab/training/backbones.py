@@ -73,7 +73,7 @@ def hub_unavailable_reason(timeout: float = 3.0) -> str | None:
 
     Without this check an unreachable hub costs ~25 s of retries inside
     huggingface_hub before the error comes; a plain TCP connect answers in
-    at most `timeout` seconds. Also used by tasks.py for GLUE from the hub.
+    at most `timeout` seconds. Also used by glue.py for GLUE from the hub.
     """
     if huggingface_hub.is_offline_mode():
         return "offline mode is on (HF_HUB_OFFLINE=1)"

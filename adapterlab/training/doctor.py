@@ -27,7 +27,7 @@ from . import tasks
 from .backbones import BackboneUnavailable, default_model_path, hub_unavailable_reason, load_backbone
 from .train import PeakMemory, autocast, pick_device
 from ..methods.inject import adapt
-from ..methods.atomic import atomic_write
+from ..methods.writing import atomic_write
 
 CPU_FLAGS = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_tile": "AMX",
              "amx_bf16": "AMX-BF16"}

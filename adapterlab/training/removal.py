@@ -8,9 +8,9 @@ The engine behind Houlsby Fig. 6 (left/centre), beside inject.adapters_disabled,
 forward pass per span with the span's adapters off (cached=False), or the same numbers from cached
 prefixes (cached=True): the states entering each block are computed once per batch, and only the
 blocks from a span's first layer up are run again. Only BERT-family encoder classifiers.
-evaluate_spans is the worker of layer removal's second unit of work (running.STEPS["spans"]): which
-trained run it ablates is the planner's choice (planning.scored_runs), the table of its spans
-tables.build_layer_removal's.
+evaluate_spans is the worker of layer removal's second unit of work (its family's steps): which trained
+run it ablates is the family's choice (families/layer_removal.py scored_runs), and so is the table of its
+spans.
 """
 import time
 from contextlib import contextmanager

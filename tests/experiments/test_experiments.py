@@ -11,13 +11,14 @@ import pandas as pd
 import pytest
 import torch
 
-from adapterlab.experiments import costs, planning, profiles, running, stream
+from adapterlab.experiments import costs, planning, profiles, running
+from adapterlab.families import layer_removal as removal_family, stream
 from adapterlab.training import removal
 from adapterlab.experiments import stats
 from adapterlab.report import findings, tables
-from adapterlab.experiments.families import FAMILIES, TRAINED
+from adapterlab.experiments import families
 from adapterlab.experiments.results import ResultStore, config_key
-from adapterlab.experiments.study_init import Timing
+from adapterlab.experiments.timing import Timing
 from adapterlab.training import train as T
 from adapterlab.training.backbones import load_backbone
 from adapterlab.methods.inject import adapt, adapters
@@ -26,6 +27,8 @@ from adapterlab.training.tasks import Batches, batches, encode, load_task
 
 GLUE_DIR = Path(__file__).parents[1] / "fixtures" / "glue"
 SMOKE = profiles.get("smoke")
+FAMILIES = [f.name for f in families.registered() if f.study]  # the figure families, 04-07
+TRAINED = [f.name for f in families.registered() if f.trains_runs]  # plans of training runs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,7 +72,8 @@ def test_every_family_returns_the_contract_columns_and_writes_its_csv(smoke):
     planned = sum(len(planning.plan_from("smoke", f, planning.store_lookup(store, "smoke", f))) for f in FAMILIES)
     assert smoke["trainings"] == planned
     for family, frame in smoke["frames"].items():
-        assert list(frame.columns[:len(tables.COLUMNS[family])]) == tables.COLUMNS[family], family
+        columns = list(families.get(family).columns)
+        assert list(frame.columns[:len(columns)]) == columns, family
         assert set(tables.RUN_COLUMNS) <= set(frame.columns), family  # seed, lr, steps, final_train_loss, ...
         assert frame["converged"].isin([True, False]).all() and (frame["final_train_loss"] > 0).all()
         assert frame["steps"].gt(0).all() and frame["lr"].gt(0).all() and frame["baseline"].between(0, 1).all()
@@ -95,7 +99,7 @@ def test_layer_removal_table(smoke):
     assert timings["cached_seconds"] > 0 and timings["naive_seconds"] > 0 and timings["examples"] > 0
     # the span evaluation is stored, and the adapter checkpoint sits in the store's folder
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
-    assert [e["config"]["split"] for e in store.records(planning.SPANS)] == ["validation", removal.HELD_OUT]
+    assert [e["config"]["split"] for e in store.records(removal_family.SPANS)] == ["validation", removal.HELD_OUT]
     [run] = store.records("layer_removal")
     assert (store.root / "checkpoints" / run["key"] / "adapter.safetensors").is_file()
     # the no-removal score is the trained run's best validation score (same examples, same batches)
@@ -137,7 +141,7 @@ def test_a_second_call_trains_nothing_and_fresh_retrains(smoke, monkeypatch):
 
 def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smoke):
     store = ResultStore(smoke["out"] / "data" / "results" / "smoke")
-    store.path(planning.SPANS).unlink()
+    store.path(removal_family.SPANS).unlink()
     with pytest.raises(ValueError, match=r"lacks 2 planned unit\(s\) of layer_removal \(e\.g\. layer_removal_spans "
                                          r"\w+: spans of .*\); make them first: running\.run_plan\('smoke', 'layer_removal'\)"):
         tables.get("layer_removal", "smoke", root=smoke["out"])  # a table reads; it scores nothing
@@ -148,12 +152,12 @@ def test_layer_removal_recomputes_spans_from_the_checkpoint_without_training(smo
 
 
 def test_layer_removal_claims_read_its_spans_on_examples_the_run_never_trained_on(smoke):
-    validation, held = smoke["frames"]["layer_removal"], smoke["results"]["layer_removal"].extra[tables.HELD_OUT_TABLE]
+    validation, held = smoke["frames"]["layer_removal"], smoke["results"]["layer_removal"].extra[removal_family.HELD_OUT_TABLE]
     assert set(validation["split"]) == {"validation"} and set(held["split"]) == {removal.HELD_OUT}
     assert held["eval_examples"].eq(SMOKE.layer_removal.held_out).all()  # synthetic's 2,000 - 400 trained on
     assert held[["first_layer", "last_layer", "run_key"]].equals(validation[["first_layer", "last_layer", "run_key"]])
     assert held["majority_correct"].map(len).eq(len(held["correct"].iloc[0])).all()  # per example, like a span's
-    csv = smoke["out"] / "data" / "results" / "smoke" / f"{tables.HELD_OUT_TABLE}.csv"
+    csv = smoke["out"] / "data" / "results" / "smoke" / f"{removal_family.HELD_OUT_TABLE}.csv"
     assert pd.read_csv(csv)["split"].eq(removal.HELD_OUT).all()
     assert findings.judged("smoke", "layer_removal", smoke["out"])["split"].eq(removal.HELD_OUT).all()
 
@@ -242,13 +246,13 @@ def test_layer_removal_scores_the_best_run_of_each_task_once_and_again_when_fres
     p = replace(SMOKE, layer_removal=replace(SMOKE.layer_removal, lrs=(1e-3, 3e-3)))  # two runs per task
     records = running.run_plan(p, "layer_removal", progress=False, root=tmp_path)
     store = running.store_of(p, root=tmp_path)
-    best = planning.best_runs(records)
+    best = removal_family.best_runs(records)
     assert {task: r["config"]["train"]["lr"] for task, r in best.items()} == {t: 3e-3 for t in p.tasks}
     # the best run of each task, on validation (the heatmap's) and on held-out examples (the claims')
     assert [(c.to_dict(), split) for c, split in scored] == [
         (r["config"], split) for split in ("validation", removal.HELD_OUT) for r in best.values()]
-    assert {e["key"] for e in store.records(planning.SPANS)} == {  # keyed by the run's key, split and cap
-        config_key(planning.span_key(p, c, split)) for c in planning.scored_runs(p, store).values()
+    assert {e["key"] for e in store.records(removal_family.SPANS)} == {  # keyed by the run's key, split and cap
+        config_key(removal_family.span_key(p, c, split)) for c in removal_family.scored_runs(p, store).values()
         for split in ("validation", removal.HELD_OUT)}
     n = len(trained)
     running.run_plan(p, "layer_removal", progress=False, root=tmp_path)
@@ -264,12 +268,12 @@ def test_spans_wait_for_every_run_of_their_task(tmp_path, monkeypatch):
     store = running.store_of(p, root=tmp_path)
     [first, second] = planning.plan(p, "layer_removal")
     running.run_unit(store, planning.training_unit(p, "layer_removal", first))
-    assert planning.scored_runs(p, store) == {}  # one of the task's two runs stored: no best yet
+    assert removal_family.scored_runs(p, store) == {}  # one of the task's two runs stored: no best yet
     assert [u.kind for u in planning.work(p, "layer_removal", store)] == ["train", "train"]
     running.run_unit(store, planning.training_unit(p, "layer_removal", second))
-    assert planning.scored_runs(p, store) == {second.task: second}
+    assert removal_family.scored_runs(p, store) == {second.task: second}
     for spans in [u for u in planning.work(p, "layer_removal", store) if u.kind == "spans"]:  # both splits
-        assert spans.family == planning.SPANS and [n.id for n in spans.needs] == [
+        assert spans.family == removal_family.SPANS and [n.id for n in spans.needs] == [
             planning.training_unit(p, "layer_removal", second).id]
 
 
@@ -279,11 +283,11 @@ def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_pat
     trained, scored = _fake_training(monkeypatch, tmp_path), _fake_scoring(monkeypatch)
     records = running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path)
     store, n = running.store_of("smoke", root=tmp_path), len(trained)
-    for task, config in planning.scored_runs("smoke", store).items():  # weights lost, spans not scored yet
+    for task, config in removal_family.scored_runs("smoke", store).items():  # weights lost, spans not scored yet
         shutil.rmtree(running.saved_files("smoke", "layer_removal", config, root=tmp_path))
-    store.path(planning.SPANS).unlink()
+    store.path(removal_family.SPANS).unlink()
     assert running.run_plan("smoke", "layer_removal", progress=False, root=tmp_path) == records
-    best = planning.best_runs(records)
+    best = removal_family.best_runs(records)
     assert len(trained) == n + len(best)  # each best run once more, through the same worker path as the plan
     assert set(trained[n:]) <= set(trained[:n]) and len(scored) == 2 * 2 * len(best)  # both splits, twice
 
@@ -623,11 +627,11 @@ def test_a_budget_control_is_its_run_at_twice_the_steps_with_as_many_validations
     assert [c for _, c in pairs] == complete[-len(pairs):]  # trained with the family, listed last
     s = profiles.get("default").settings(family)
     entries = list(s.budget_control)
-    assert {str(planning._CONTROL_ENTRY[family](base)) for base, _ in pairs} == set(map(str, entries))
+    assert {str(families.get(family).control_entry(base)) for base, _ in pairs} == set(map(str, entries))
     for entry in entries:  # every seed of the entry's runs trains a control, once
-        seeds = [base.train.seed for base, _ in pairs if planning._CONTROL_ENTRY[family](base) == entry]
+        seeds = [base.train.seed for base, _ in pairs if families.get(family).control_entry(base) == entry]
         assert seeds == sorted(set(seeds)) and set(seeds) == {c.train.seed for c in complete[:-len(pairs)]
-                                                             if planning._CONTROL_ENTRY[family](c) == entry}
+                                                             if families.get(family).control_entry(c) == entry}
     for base, control in pairs:
         assert base in complete
         assert control.train.max_steps == 2 * base.train.max_steps
@@ -681,3 +685,17 @@ def test_smoke_budget_control_table_pairs_each_seeds_two_runs_on_validation(smok
     assert (smoke["out"] / "data" / "results" / "smoke" / "init_scale_budget_control.csv").exists()
     # the controls are not rows of the family's own table
     assert len(smoke["frames"]["init_scale"]) == len(SMOKE.init_scale.stds) * len(SMOKE.init_scale.seeds)
+
+
+def test_a_plan_without_a_claims_arm_knows_it_before_anything_trains():
+    """Claims name their arms as plan entries: the example study plans four of 06's methods, so the claims about
+    the others are known unjudgeable from its settings alone; the default profile plans every arm."""
+    from adapterlab.families import param_performance
+
+    assert planning.unplanned_claims("default", "06") == [] and planning.unplanned_claims("default", "07") == []
+    study = Path(__file__).resolve().parents[2] / "studies" / "deflategate" / "deflategate.toml"
+    missing = planning.unplanned_claims(str(study), "06")
+    assert len(missing) == 12 and len(param_performance.CLAIMS) == 15
+    assert (param_performance.CLAIMS[1], [("top-k", {"k": 1})]) in missing  # top-k k=1 below full
+    assert all(claim.a not in ("layernorm", "houlsby m=64", "compacter++") or claim.b == "top-k k=1"
+               for claim, _ in missing)  # the arms it planned: full, Houlsby m=64, Compacter++, LayerNorm

@@ -238,7 +238,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 
 def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypatch):
     """The project's one atomic write: text or bytes, the folder made, the old file intact on failure."""
-    from adapterlab.experiments.results import atomic_write
+    from adapterlab.methods.writing import atomic_write
 
     path = tmp_path / "new" / "table.csv"
     atomic_write(path, "a,b\n1,2\n")
@@ -249,7 +249,7 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypa
     def broken_replace(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr("adapterlab.experiments.results.os.replace", broken_replace)
+    monkeypatch.setattr("adapterlab.methods.writing.os.replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         atomic_write(path, "never seen")
     assert path.read_bytes() == b"\x00\x01" and sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]

@@ -1,4 +1,4 @@
-"""The online setting (adapterlab.experiments.stream) on the tiny random BERT: a small stream of three tweet domains in two
+"""The online setting (adapterlab.families.stream) on the tiny random BERT: a small stream of three tweet domains in two
 orders, one seed, a few steps per task (~15 s). What it proves: exact recall (predictions, base and file hashes),
 the work shared between learners, resuming, stream.csv built from the records like every family's table, the
 storage bill from the files, forgetting with its paired noise, the dry run's count of the steps, the sweep's
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from adapterlab.experiments import costs, planning, profiles, running, stream, work
-from adapterlab.experiments.families import PLANNED
+from adapterlab.experiments import costs, families, planning, profiles, running, work
+from adapterlab.families import stream
 from adapterlab.report import findings, tables
-from adapterlab.report import stream as stream_report
+from adapterlab.training import stream_steps
 from adapterlab.training.backbones import load_backbone
 from adapterlab.methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter
 from adapterlab.experiments.results import ResultStore, config_key
@@ -44,8 +44,8 @@ def out(tmp_path_factory):
             running.store_result(store, step, original(running.pack(step, store)))
         first = len(stream.steps("smoke"))
         records = running.run_plan("smoke", "stream", progress=False, root=folder)  # resumes
-        steps = stream_report.StepRecords(SMALL, records)
-        yield dict(folder=folder, records=records, steps=steps, table=stream_report.table(steps), executed=executed,
+        steps = stream.StepRecords(SMALL, records)
+        yield dict(folder=folder, records=records, steps=steps, table=stream.stream_table(steps), executed=executed,
                    store=store, total=first)
 
 
@@ -59,11 +59,11 @@ def test_an_interrupted_stream_resumes_without_redoing_steps(out):
 
 
 def test_the_table_is_built_like_every_familys_and_regenerate_rebuilds_it(out):
-    """tables.get is the one way from the stream's store to stream.csv (tables.BUILDERS, as for every family);
+    """tables.get is the one way from the stream's store to stream.csv (Family.build, as for every family);
     regenerate credits the file notebook 08 wrote to it, as it credits every family's."""
     from adapterlab.course import regenerate
 
-    assert tables.BUILDERS["stream"] == (tables.build_stream, [])
+    assert families.get("stream").build is stream.build
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
         result = tables.get("stream", "smoke", root=out["folder"])
@@ -89,7 +89,7 @@ def test_the_dry_run_counts_every_step_stored_and_missing(out, tmp_path, monkeyp
     assert f"stream: {expected} units, 0 stored in " in text.getvalue() and f"{expected} missing" in text.getvalue()
     assert text.getvalue().count("  missing  ") == expected
     everything = costs.dry_run("smoke", verbose=False, file=io.StringIO(), root=tmp_path)
-    assert everything["stream"] == expected and everything["total"] == sum(everything[f] for f in PLANNED)
+    assert everything["stream"] == expected and everything["total"] == sum(everything[f.name] for f in families.registered())
     monkeypatch.setitem(profiles.PROFILES, "smoke", SMALL_SMOKE)
     text = io.StringIO()
     counts = costs.dry_run("smoke", families=("stream",), file=text, root=out["folder"])
@@ -115,20 +115,20 @@ def test_shared_work_runs_once(monkeypatch):
 
 def test_exact_recall(out):
     steps = out["steps"]
-    checks = stream_report.recall_checks(steps)
+    checks = stream.recall_checks(steps)
     assert len(checks) == 2 and checks.drop(columns=["order", "seed"]).to_numpy().all()
     # independently of the records: a fresh base with each adapter file loaded predicts what training recorded,
     # and the file on disk is the one that was hashed right after saving it
     model, tokenizer = load_backbone(SMALL.backbone, num_labels=3)
-    evaluate = stream.Evaluator(SMALL, tokenizer, SMALL.tasks, 0)
+    evaluate = stream_steps.Evaluator(SMALL, tokenizer, SMALL.tasks, 0)
     for task in SMALL.tasks:
         step = stream.adapter_step(SMALL, task, 0)
         record = steps.adapter(task, 0)
         assert record == out["store"].get(step.key, "stream")  # found by what it ran: the record under its key
         folder = work.folder(out["store"], step)
-        assert stream.sha256_file(folder / ADAPTER_WEIGHTS) == record["adapter_sha256"][ADAPTER_WEIGHTS]
+        assert stream_steps.sha256_file(folder / ADAPTER_WEIGHTS) == record["adapter_sha256"][ADAPTER_WEIGHTS]
         load_adapter(model, folder)
-        assert stream.frozen_sha256(model) == record["base_sha256_before"] == record["base_sha256_after"]
+        assert stream_steps.frozen_sha256(model) == record["base_sha256_before"] == record["base_sha256_after"]
         test = evaluate(model, task)
         assert test["classes"] == record["test"]["classes"] and test["correct"] == record["test"]["correct"]
 
@@ -136,40 +136,40 @@ def test_exact_recall(out):
 def test_adapters_rows_are_constant_and_sequential_rows_are_measured(out):
     table = out["table"]
     for i, order in enumerate(SMALL.orders):
-        m = findings.stream_matrix(table, "adapters", i)
+        m = stream.stream_matrix(table, "adapters", i)
         assert list(m.index) == list(order) and list(m.columns) == [1, 2, 3]  # tasks in arrival order x tasks seen
         m = m.to_numpy()
         for k in range(len(order)):
             assert np.all(m[k, k:] == m[k, k])  # the same examples, bit-identical predictions: equal scores
         assert np.isnan(m[np.tril_indices(len(order), -1)]).all()
-        copies = findings.stream_matrix(table, "copies", i).to_numpy()
+        copies = stream.stream_matrix(table, "copies", i).to_numpy()
         assert all(np.all(copies[k, k:] == copies[k, k]) for k in range(len(order)))
-        sequential = findings.stream_matrix(table, "sequential", i).to_numpy()
+        sequential = stream.stream_matrix(table, "sequential", i).to_numpy()
         newest = out["steps"].sequential(order, 0)["tests"]  # the sequential model after the last arrival
         assert list(sequential[:, -1]) == [newest[t]["accuracy"] for t in order]
-    drops = findings.stream_drops(table)
+    drops = stream.stream_drops(table)
     frame = drops[(drops["learner"] == "adapters") & (drops["order"] == 0)]
     assert len(frame) and (frame["drop"] == 0).all() and (frame["se"] == 0).all() and not frame["beyond_noise"].any()
 
 
 def test_forgetting_is_the_diagonal_minus_the_last_column():
     m = np.array([[0.8, 0.7, 0.6], [np.nan, 0.9, 0.95], [np.nan, np.nan, 0.5]])
-    assert np.allclose(stream_report.forgetting_from_matrix(m)[:2], [0.2, -0.05]) and np.isnan(stream_report.forgetting_from_matrix(m)[2])
+    assert np.allclose(stream.forgetting_from_matrix(m)[:2], [0.2, -0.05]) and np.isnan(stream.forgetting_from_matrix(m)[2])
 
 
 def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
     table = out["table"]
-    drops = findings.stream_drops(table)
+    drops = stream.stream_drops(table)
     frame = drops[(drops["learner"] == "sequential") & (drops["order"] == 0)]
-    m = findings.stream_matrix(table, "sequential", 0).to_numpy()
-    assert np.allclose(frame["drop"], stream_report.forgetting_from_matrix(m)[:-1])  # one seed: the same numbers
+    m = stream.stream_matrix(table, "sequential", 0).to_numpy()
+    assert np.allclose(frame["drop"], stream.forgetting_from_matrix(m)[:-1])  # one seed: the same numbers
     n = out["steps"].sequential(("airline",), 0)["tests"]["airline"]["examples"]
     # the SE of a paired difference of n bits is at most sqrt(1 / (n - 1)) (all examples disagreeing)
     assert ((frame["se"] >= 0) & (frame["se"] <= np.sqrt(1 / (n - 1)))).all()
     # beyond the noise: the normal 95% interval of the paired difference lies above zero
     assert (frame["beyond_noise"] == ((frame["se"] > 0) & (frame["drop"] - 1.959964 * frame["se"] > 0))).all()
     # the mean over the earlier tasks joins their test examples: each task's drop weighs by its examples
-    diff = findings.stream_forgetting(table, "sequential", 0)
+    diff = stream.stream_forgetting(table, "sequential", 0)
     examples = table.drop_duplicates("task").set_index("task").loc[list(frame["task"]), "test_examples"]
     assert diff.estimate == pytest.approx(np.average(frame["drop"], weights=examples))
     assert "test sampling only" in diff.how  # one seed
@@ -177,7 +177,7 @@ def test_forgetting_of_the_sequential_learner_is_a_paired_difference(out):
 
 def test_storage_bill_is_measured_from_the_files(out):
     steps = out["steps"]
-    bill = stream_report.storage_bill(steps).set_index(["learner", "tasks"])["bytes"]
+    bill = stream.storage_bill(out["table"]).set_index(["learner", "tasks"])["bytes"]
     adapters = [steps.adapter(t, 0) for t in SMALL.orders[0]]
     for t, record in zip(SMALL.orders[0], adapters):
         folder = work.folder(out["store"], stream.adapter_step(SMALL, t, 0))
@@ -228,7 +228,7 @@ def test_the_sweep_worker_path_gives_the_same_record(out, tmp_path):
 
 def test_prune_removes_finished_model_files_but_keeps_adapters(out):
     folder = out["folder"] / "data" / "results" / "smoke" / "stream_files"
-    assert not list(folder.glob(f"*/{stream.MODEL_FILE}"))
+    assert not list(folder.glob(f"*/{stream_steps.MODEL_FILE}"))
     assert len(list(folder.glob(f"*/{ADAPTER_WEIGHTS}"))) == 3
 
 
@@ -236,7 +236,7 @@ def test_prune_removes_finished_model_files_but_keeps_adapters(out):
 
 def test_a_missing_head_names_the_fix():
     model, _ = load_backbone("tiny", num_labels=3)
-    heads = stream.Heads(model)
+    heads = stream_steps.Heads(model)
     heads.keep("airline")
     with pytest.raises(ValueError, match=r"no head for task 'tweets/apple'.*trained on \['airline'\].*Train it"):
         heads.use("tweets/apple")
@@ -259,13 +259,13 @@ def test_unknown_domains_and_bad_orders_are_refused():
 def test_a_sequential_step_without_its_predecessor_names_it(tmp_path):
     step = stream.sequential_step(SMALL, ("airline", "tweets/apple"), 0)
     with pytest.raises(ValueError, match="needs the weights after airline; run that step first"):
-        stream.run_sequential(step.key, previous=tmp_path, out=tmp_path / "out")
+        stream_steps.run_sequential(step.key, previous=tmp_path, out=tmp_path / "out")
 
 
 def test_a_table_without_its_steps_names_the_missing_step_and_the_fix(out):
     with pytest.raises(ValueError, match=r"lack its step \('recall', \('airline', 'tweets/deflategate', "
                                          r"'tweets/apple'\), 0\); run the stream's plan first: tables.get\('stream'"):
-        tables.build_stream(SMALL_SMOKE, [r for r in out["records"] if r["step"] != "recall"])
+        stream.build(SMALL_SMOKE, [r for r in out["records"] if r["step"] != "recall"])
     with pytest.raises(ValueError, match="unknown learner 'forgetful'; choose one of sequential, adapters, copies"):
         out["steps"].trained("forgetful", SMALL.orders[0], "airline", 0)
 
@@ -273,15 +273,15 @@ def test_a_table_without_its_steps_names_the_missing_step_and_the_fix(out):
 def test_the_sequential_model_file_round_trips(tmp_path):
     torch.manual_seed(0)
     model, _ = load_backbone("tiny", num_labels=3)
-    heads = stream.Heads(model)
+    heads = stream_steps.Heads(model)
     heads.keep("tweets/apple")
-    stream.save_model(model, heads, tmp_path / stream.MODEL_FILE)
+    stream_steps.save_model(model, heads, tmp_path / stream_steps.MODEL_FILE)
     fresh, _ = load_backbone("tiny", num_labels=3)
     with torch.no_grad():
         for p in fresh.parameters():
             p.add_(1.0)
-    again = stream.Heads(fresh)
-    stream.load_model(fresh, again, tmp_path / stream.MODEL_FILE)
+    again = stream_steps.Heads(fresh)
+    stream_steps.load_model(fresh, again, tmp_path / stream_steps.MODEL_FILE)
     again.use("tweets/apple")
     for (n, a), (_, b) in zip(model.named_parameters(), fresh.named_parameters()):
         assert torch.equal(a, b), n
@@ -291,10 +291,10 @@ def test_the_adapters_accuracy_gap_is_paired_and_read_out(out):
     """The reading's adapters-minus-copies gap is the difference of the two learners' final columns (over every
     task's test examples), read from stream.csv, and the reading says how many of the runs behind it converged."""
     table = out["table"]
-    final = {learner: findings.stream_matrix(table, learner, 0).iloc[:, -1] for learner in ("adapters", "copies")}
+    final = {learner: stream.stream_matrix(table, learner, 0).iloc[:, -1] for learner in ("adapters", "copies")}
     examples = table.drop_duplicates("task").set_index("task")["test_examples"]
     gap = ((final["adapters"] - final["copies"]) * examples).sum() / examples[list(SMALL.orders[0])].sum()
-    line = next(l for l in findings.stream(table) if l.startswith("- adapters minus the fine-tuned copies"))
+    line = next(l for l in stream.read(table)[0] if l.startswith("- adapters minus the fine-tuned copies"))
     # one seed: the examples' noise only; a tiny model trained 4 steps may predict alike in both learners, and
     # then no interval can be drawn
     head = f"{findings.pts(gap, True)} "

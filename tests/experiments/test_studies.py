@@ -22,13 +22,16 @@ import pytest
 from adapterlab.__main__ import main
 from adapterlab.experiments import planning, profiles, running, studies
 from adapterlab.experiments import study_init as si
-from adapterlab.experiments.families import FAMILIES
+from adapterlab.experiments import families
+from adapterlab.families import layer_removal
+from adapterlab.experiments.timing import Timing
 from adapterlab.report import document
 from adapterlab.training import backbones, files
 from adapterlab.training import tasks as task_registry
 from adapterlab.training.backbones import default_tokenizer, load_backbone
 
 CHECKOUT = Path(__file__).resolve().parents[2]
+FAMILIES = [f.name for f in families.registered() if f.study]  # the families a study plans: 04-07
 CLASSES = ("apple", "car", "red", "cat")
 TOPIC = {"apple": ("fruit", "sweet"), "car": ("road", "fast"), "red": ("colour", "bright"), "cat": ("pet", "purr")}
 
@@ -298,14 +301,15 @@ def test_a_studys_findings_page_goes_beside_its_data_under_its_own_header(study,
 
 # ----------------------------------------------------------------------------- study init
 
-TIMING = si.Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, max_length=32, span_seconds=0.02)
+TIMING = Timing("cpu", step_seconds=0.05, load_seconds=0.5, batch_size=32, max_length=32, span_seconds=0.02)
 
 
 @pytest.fixture
 def fixed_timing(monkeypatch):
     """This machine's speed as TIMING, so the budget init chooses is the same on every machine."""
     monkeypatch.setattr(si, "time_training", lambda backbone, batch_size, max_length, load_seconds: TIMING)
-    monkeypatch.setattr(si, "time_scoring", lambda model, tokenizer, batch_size, max_length: TIMING.span_seconds)
+    monkeypatch.setattr(si, "time_scoring",
+                        lambda model, tokenizer, batch_size, max_length, method_args: TIMING.span_seconds)
 
 
 def init(folder, **kwargs):
@@ -342,8 +346,9 @@ def test_study_init_writes_a_study_that_loads_and_plans(tmp_path):
 def test_study_init_holds_out_what_the_train_size_leaves_unseen():
     """04's claims are judged on train examples the run never saw: the default's 6,000, as far as the part of
     the train split left out by its 2,000-example subset holds them."""
-    assert si.held_out_size(20_000) == 6000 and si.held_out_size(7500) == 5500
-    assert si.held_out_size(2000) == 0 and si.held_out_size(320) == 0
+    held_out_size = lambda n_train: layer_removal.held_out_size(si.default(), n_train)  # noqa: E731
+    assert held_out_size(20_000) == 6000 and held_out_size(7500) == 5500
+    assert held_out_size(2000) == 0 and held_out_size(320) == 0
 
 
 def test_study_init_takes_the_largest_budget_that_fits(tmp_path, fixed_timing):
@@ -374,8 +379,8 @@ def test_the_scoring_a_plan_will_add_is_what_the_complete_store_holds():
     committed default store, complete, holds span units of the same splits and sizes (validation, and the
     held-out tweets of the scored run and of its budget control)."""
     store = running.store_of("default")
-    stored = [u for u in planning.work("default", "layer_removal", store) if u.family == planning.SPANS]
-    before = planning.span_units_once_trained("default")
+    stored = [u for u in planning.work("default", "layer_removal", store) if u.family == layer_removal.SPANS]
+    before = layer_removal.span_units_once_trained("default")
     assert sorted((u.spec["split"], u.spec["eval_size"]) for u in before) == sorted(
         (u.spec["split"], u.spec["eval_size"]) for u in stored) == [("held-out", 6000), ("held-out", 6000),
                                                                      ("validation", None)]
@@ -481,3 +486,27 @@ def test_study_init_then_regenerate_draws_notebooks_04_to_07(tmp_path, fixed_tim
     assert {"05", "07"} <= {line[2:4] for line in claims}, claims  # 06's claims need settings SMALL leaves out
     assert all(line.split(" | ")[1].startswith("qa: ") for line in claims), claims
     assert all(line.rstrip(" |").split(" | ")[-1] != "" for line in claims)  # each with the paper's number
+
+
+# ----------------------------------------------------------------------------- the resolved study beside its records
+
+def test_the_example_studys_resolved_settings_are_what_its_file_resolves_to():
+    """data/results/deflategate/resolved.toml: every setting its runs used, the file's and the defaults filled in;
+    regenerate it by running the study (the runners write it), never by hand."""
+    root = Path(__file__).resolve().parents[2]
+    p = profiles.get(str(root / "studies" / "deflategate" / "deflategate.toml"))
+    committed = (root / "data" / "results" / "deflategate" / studies.RESOLVED).read_text(encoding="utf-8")
+    assert committed == studies.resolved_text(p)
+    assert tomllib.loads(committed)["init_scale"]["stds"] == list(p.init_scale.stds)
+
+
+def test_a_changed_study_file_says_what_changed(study, tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    p = profiles.get(str(study))
+    assert studies.record_resolved(p, folder) == []  # the first run: nothing to compare with
+    assert tomllib.loads((folder / studies.RESOLVED).read_text()) == studies.resolved(p)
+    edit(study, "seeds = [0, 1]\nmethod_args = {bottleneck = 8}", "seeds = [0, 1, 2]\nmethod_args = {bottleneck = 8}")
+    changed = profiles.get(str(study))
+    assert studies.record_resolved(changed, folder) == ["init_scale.seeds: [0, 1] -> [0, 1, 2]"]
+    assert studies.record_resolved(changed, folder) == []  # written: the next run of the same file says nothing

@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from adapterlab.experiments import planning, profiles, running
-from adapterlab.experiments.families import FAMILIES
+from adapterlab.experiments import families as registry
+from adapterlab.families import layer_removal
 from adapterlab.experiments import sweep as sw
 from adapterlab.experiments.results import ResultStore, config_key
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
 CHECKOUT = Path(__file__).resolve().parents[2]
 ONLY = "05"  # init_scale: a handful of tiny runs
+FAMILIES = [f.name for f in registry.registered() if f.study]  # the figure families, 04-07
 FAULTS = {}  # "dir": where the fault-injecting workers leave their marks (captured when Ray pickles them)
 
 
@@ -217,10 +219,10 @@ def test_a_sweep_of_04_trains_its_run_then_scores_its_spans_from_the_adapter_it_
     getting the run's adapter as bytes; a second sweep finds nothing to do."""
     assert sw.sweep("smoke", root=out, only="04", progress=False) == 0
     store = ResultStore(out / "data" / "results" / "smoke")
-    [config] = planning.scored_runs("smoke", store).values()
-    spans, held_out = store.records(planning.SPANS)  # the heatmap's on validation, the claims' held out
-    assert spans["key"] == config_key(planning.span_key("smoke", config))
-    assert held_out["key"] == config_key(planning.span_key("smoke", config, "held-out"))
+    [config] = layer_removal.scored_runs("smoke", store).values()
+    spans, held_out = store.records(layer_removal.SPANS)  # the heatmap's on validation, the claims' held out
+    assert spans["key"] == config_key(layer_removal.span_key("smoke", config))
+    assert held_out["key"] == config_key(layer_removal.span_key("smoke", config, "held-out"))
     run = store.get(planning.run_key(config, "smoke", "layer_removal"), "layer_removal")
     assert len(spans["record"]["spans"]) == len(held_out["record"]["spans"]) == 3  # two blocks: [0, 0], [0, 1], [1, 1]
     # no span removed: the trained model on the same validation examples, so exactly its best validation score

@@ -1,6 +1,6 @@
 """Both renderers of every figure family draw the same marks, and the explorers list the same views.
 
-For each family of adapterlab.report.figures.FIGURES, drawn from the committed default tables (the figures
+For each figure of adapterlab.report.figures.registered(), drawn from the committed default tables (the figures
 that ship), every view is rendered as a PNG (matplotlib) and found among the HTML's views (plotly
 buttons); the test reads back what each renderer actually drew (matplotlib artists by gid, plotly
 traces by meta) and compares it with the definition: the same points (x, y), the same ✕ markers on
@@ -18,16 +18,17 @@ import pytest  # noqa: E402
 
 from adapterlab.report import figures, plots, widgets  # noqa: E402
 from adapterlab.experiments import profiles
+from adapterlab.families import teaching
 
 RESULTS = profiles.project_root() / "data" / "results" / "default"
 
 
 def committed(family):
-    entry = figures.FIGURES[family]
+    entry = figures.entry(family)[1]
     if not (RESULTS / entry.source).exists():
         pytest.skip(f"no committed {entry.source}")
     if family == "learning_curves":
-        return figures.teaching_records("default")
+        return teaching.teaching_records("default")
     return pd.read_csv(RESULTS / entry.source)
 
 
@@ -82,7 +83,7 @@ def expected(view):
     return marks
 
 
-@pytest.mark.parametrize("family", list(figures.FIGURES))
+@pytest.mark.parametrize("family", list(figures.registered()))
 def test_png_and_html_draw_the_same_marks_in_every_view(family):
     figure = figures.define(family, committed(family))
     page = plots.html(figure)
@@ -132,7 +133,7 @@ def test_the_readme_tradeoff_lists_each_method_once_and_its_legend_is_no_taller_
     """The README's figure: sixteen method lines, most with unconverged runs. The legend beside the plot
     names each line once; the key below explains the ✕ and the marker areas once; the legend fits the plot."""
     table = committed("param_performance")
-    view_name = figures.FIGURES["param_performance"].png["param_performance_tradeoff"][0]
+    view_name = figures.entry("param_performance")[1].png["param_performance_tradeoff"][0]
     figure = figures.define("param_performance", table)
     view = figure.views[view_name]
     lines = [s.name for s in view.series]

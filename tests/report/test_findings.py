@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adapterlab.experiments import rules, stats
-from adapterlab.report import document, findings, lesson, provenance
+from adapterlab.experiments import families, rules, stats
+from adapterlab.families import param_performance
+from adapterlab.families import teaching
+from adapterlab.report import document, findings, provenance
 from adapterlab.training import train
 
 N = 1000  # test examples of a hand-made table
@@ -48,7 +50,7 @@ def test_init_scale_says_flat_only_through_the_equivalence_test():
     assert claim(found, "flat").label == "reproduced"  # differences 0.2, 0.1, -0.1 points: 90% CI inside +-1.5
     assert claim(found, "degrades").label == "reproduced"
     assert claim(found, "flat").split == "test" and "seeds x test examples (3 x 1,000)" in claim(found, "flat").diff.how
-    text = "\n".join(findings.init_scale(flat))
+    text = "\n".join(findings.reading("init_scale", flat))
     assert "3 of 3 at 1e+00" in text and "Houlsby Fig. 6, right" in text
     noisy = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.80, 0.83, 0.81], 1.0: [0.63, 0.63, 0.635]})
     assert str(claim(findings.claims("init_scale", noisy), "flat")).startswith(
@@ -69,7 +71,7 @@ def test_a_claim_of_several_stds_is_decided_by_its_worst_member_and_prints_it():
 
 def test_one_collapse_rule_counts_a_run_that_barely_beats_the_majority_class():
     df = init_df({1e-6: [0.82, 0.81, 0.83], 1e-3: [0.653, 0.82, 0.81]})  # 2.3 points above the majority class
-    text = "\n".join(findings.init_scale(df))
+    text = "\n".join(findings.reading("init_scale", df))
     assert "collapsed runs (ending < 3 points above the majority class): 1 of 3 at 1e-03." in text
     assert "seed median per std: 1e-06 82.0, 1e-03 81.0" in text and "best of the seeds" in text
 
@@ -121,17 +123,17 @@ def test_low_resource_verdicts_are_paired_by_seed():
     assert claim(found, "at 100 examples").label == "reproduced"  # +3.2 points on each seed, give or take 0.2
     # +0.2 [-0.3, +0.7] points: the two-sided interval lies below the margin, no gain worth seeing
     assert claim(found, "at 1,000 examples").label == "not reproduced"
-    text = "\n".join(findings.low_resource(rows))
+    text = "\n".join(findings.reading("low_resource", rows))
     assert "paired by seed: compacter++ − full +3.2 [" in text and "Compacter Fig. 4" in text
     assert "by method" not in text and "learning rates" not in text  # all converged; no lr column
     assert claim(findings.claims("low_resource", low_resource_rows(-0.03, 0.0)), "at 100").label == "reversed"
     rows.loc[0, "converged"] = False  # one Compacter++ run
     assert "not converged (rule 3), by method: compacter++ 1 of 6, full 0 of 6" in "\n".join(
-        findings.low_resource(rows))
+        findings.reading("low_resource", rows))
     frame = rows.assign(lr=[1e-2 if m == "compacter++" else 1e-4 for m in rows["method"]],
                         lr_grid=["0.003 0.01" if m == "compacter++" else None for m in rows["method"]])
     assert "- learning rates: compacter++ 0.01 (chosen on validation from 0.003 0.01; the grid's highest: a higher " \
-           "rate was not tried), full 0.0001." in "\n".join(findings.low_resource(frame))
+           "rate was not tried), full 0.0001." in "\n".join(findings.reading("low_resource", frame))
     with pytest.raises(ValueError, match="no per-example test record"):
         findings.claims("low_resource", rows.drop(columns="test_correct"))
 
@@ -170,7 +172,7 @@ def test_param_performance_judges_the_papers_separations():
     assert "3.5 (CoLA) to 4 (MNLI)" in found["t: layernorm below full"].paper
     # -5.3 [-6.1, -4.5] (seeds and examples): the sign holds, the paper's -6.6 lies outside: a smaller effect
     assert found["t: top-k k=1 below full"].label == stats.SMALLER
-    text = "\n".join(findings.param_performance(df))
+    text = "\n".join(findings.reading("param_performance", df))
     assert "ANOVA" not in text  # unpaired, it would decide nothing the paired claims do not
     assert "the papers' separations here, before the correction over all claims: 3 reproduced, 1 direction " \
            "reproduced, smaller effect (of 4)" in text
@@ -199,7 +201,7 @@ def test_cost_claims_judge_the_ratio_to_full_fine_tuning_unpaired_on_logarithms(
     assert not any(v.at_budget for v in found.values() if v.log_ratio)  # a cost per epoch is no budget's
 
 def test_the_two_prompt_tuning_inits_are_two_settings_with_the_papers_names():
-    from adapterlab.report import labels, tables
+    from adapterlab.report import labels
     from adapterlab.methods import config as methods
     r, t = methods.method("prompt-tuning", prompt_init="random"), methods.method("prompt-tuning", prompt_init="vocab")
     assert (labels.method_label(r), labels.method_label(t)) == ("prompt-tuning-R n=100", "prompt-tuning-T n=100")
@@ -207,22 +209,21 @@ def test_the_two_prompt_tuning_inits_are_two_settings_with_the_papers_names():
     assert labels.method_label(methods.method("lora")) == "lora r=8"
     df = pd.DataFrame([dict(task="t", method="prompt-tuning", family=labels.variant(m), label=labels.method_label(m),
                             trainable=76_800, value=0.7, seed=0) for m in (r, t)])
-    assert list(tables.param_performance_summary(df)["label"]) == ["Prompt Tuning-R", "Prompt Tuning-T"]
+    assert list(param_performance.summary(df)["label"]) == ["Prompt Tuning-R", "Prompt Tuning-T"]
 
 
 def test_the_efficiency_table_gives_serving_latency_and_a_merged_row_for_lora():
-    from adapterlab.report import tables
     rows = [dict(task="t", method=m, family=m, label=label, trainable=p, percent=p / 1e5, value=0.8, seed=0,
                  train_seconds=60.0, epochs=3.0, peak_memory_mb=1000.0, latency_1_ms=b1, latency_32_ms=b32,
                  **({"latency_merged_1_ms": 5.0, "latency_merged_32_ms": 90.0} if m == "lora" else {}))
             for m, label, p, b1, b32 in [("full", "full", 100_000, 5.0, 90.0), ("lora", "lora r=8", 700, 6.0, 99.0),
                                         ("prompt-tuning", "prompt-tuning-R n=100", 38_400, 12.0, 240.0)]]
-    table = tables.param_performance_table(pd.DataFrame(rows))
+    table = param_performance.efficiency_table(pd.DataFrame(rows))
     assert list(table["method"]) == ["full fine-tuning", "prompt-tuning", "LoRA", "LoRA, merged"]  # by parameters
     merged = table.set_index("method").loc["LoRA, merged"]
     assert (merged["latency_1_ms"], merged["latency_32_ms"]) == (5.0, 90.0) and pd.isna(merged["value_x100"])
     assert table.set_index("method").loc["LoRA", "latency_32_ms"] == 99.0
-    text = " ".join(findings.efficiency(table.assign(family=["full", "prompt-tuning-R", "lora", "lora"],
+    text = " ".join(param_performance.efficiency(table.assign(family=["full", "prompt-tuning-R", "lora", "lora"],
                                                      percent_trained=1.0, memory_vs_full_pct=100.0,
                                                      time_vs_full_pct=100.0)
                                         .pipe(lambda t: pd.concat([t, t.iloc[:1].assign(family="compacter++")]))))
@@ -256,7 +257,7 @@ def test_layer_removal_on_validation_awaits_held_out_scoring():
     df = span_rows("validation", small_lower_loss)
     found = findings.claims("layer_removal", df)
     assert len(found) == 4 and all(v.label == "awaiting held-out scoring" and math.isnan(v.p) for _, v in found)
-    text = "\n".join(findings.layer_removal(df))
+    text = "\n".join(findings.reading("layer_removal", df))
     assert "scored on the validation split" in text and "await held-out scoring" in text
     assert "(at worst layer 2; no interval: the worst of 4 is chosen by the data)" in text  # described, not tested
     assert stats.holm([v for _, v in found])[0].label == "awaiting held-out scoring"
@@ -298,7 +299,7 @@ def test_layer_removal_claims_at_this_budget_unless_their_own_control_holds():
         return small_lower_loss(first, last) + 1
     same = dict(findings.claims("layer_removal", with_control(df, steady)))
     assert not any(v.at_budget for v in same.values())
-    text = "\n".join(findings.layer_removal(with_control(df, steady)))
+    text = "\n".join(findings.reading("layer_removal", with_control(df, steady)))
     assert "each claim's move at 480 steps" in text and "**holds**" in text
 
     # at 2x, layer 0 alone loses 200 examples more: only the claims with a member involving layer 0 move
@@ -306,7 +307,7 @@ def test_layer_removal_claims_at_this_budget_unless_their_own_control_holds():
         return small_lower_loss(first, last) + (200 if first == 0 else 0)
     moved = dict(findings.claims("layer_removal", with_control(df, longer)))
     assert claim(moved.items(), "single layer").at_budget and claim(moved.items(), "lower layers").at_budget
-    assert "**moves**" in "\n".join(findings.layer_removal(with_control(df, longer)))
+    assert "**moves**" in "\n".join(findings.reading("layer_removal", with_control(df, longer)))
     # all removed against the majority class: (0, 3) loses 200 more, so that claim moves too; the upper half's
     # span (2, 3) does not start at 0, but "upper layers" compares it with the lower half, which moves
     assert claim(moved.items(), "majority class").at_budget and claim(moved.items(), "upper layers").at_budget
@@ -315,7 +316,7 @@ def test_layer_removal_claims_at_this_budget_unless_their_own_control_holds():
 def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim():
     results = pd.DataFrame({"test accuracy": [0.82, 0.818, 0.5], "trainable %": [100.0, 2.7, 0.08],
                             "examples/s": [40.0, 60.0, 70.0]}, index=pd.Index(["full", "houlsby", "compacter++"]))
-    text = "\n".join(lesson.teaching(results, 0.648, "accuracy", 1000))
+    text = "\n".join(teaching.lesson_lines(results, 0.648, "accuracy", 1000))
     assert "- houlsby minus full fine-tuning: -0.2 [" in text and "test sampling only" in text
     assert "- compacter++ minus full fine-tuning: -32.0 [" in text
     assert "reproduced" not in text and "inconclusive" not in text  # 03 teaches; 06 judges the claims
@@ -324,10 +325,10 @@ def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim
     from adapterlab.training import train as T  # with each run's test bits the comparison is paired by example
     full, houlsby = [1] * 820 + [0] * 180, [1] * 815 + [0] * 5 + [1] * 3 + [0] * 177  # 5 lost, 3 gained
     paired = results.iloc[:2].assign(test_correct=[T.correct_bits(full), T.correct_bits(houlsby)])
-    text = "\n".join(lesson.teaching(paired, 0.648, "accuracy", 1000))
+    text = "\n".join(teaching.lesson_lines(paired, 0.648, "accuracy", 1000))
     assert "- houlsby minus full fine-tuning: -0.2 [" in text and "paired by example on 1,000" in text
     converged = paired.assign(converged=[True, False])
-    assert "1 of 2 runs not converged" in "\n".join(lesson.teaching(converged, 0.648, "accuracy", 1000))
+    assert "1 of 2 runs not converged" in "\n".join(teaching.lesson_lines(converged, 0.648, "accuracy", 1000))
 
 
 def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
@@ -338,7 +339,8 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     scoring = {family: [] for family in stored} | {"layer_removal": [dict(eval_seconds=90), dict(eval_seconds=60)]}
     planned = []  # each family's plan is read from the store once, for the times and the line alike
     monkeypatch.setattr(provenance, "stored_work",
-                        lambda profile, family, root=None: planned.append(family) or (stored[family], scoring[family]))
+                        lambda profile, family, root=None: planned.append(family := families.family_of(family))
+                        or (stored[family], scoring[family]))
     assert document.notebook_seconds("default") == {  # 04: its two runs and its two scoring passes
         "03_training_adapters": (120, "cpu"), "04_layer_removal": (300, "gpu"), "05_init_scale": (600, "cpu"),
         "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}
@@ -387,10 +389,10 @@ def test_smallest_within_compares_seed_means_and_excludes_full():
             ("lucky", 1, [0.70, 0.90])]  # lucky's best seed beats full, its mean (0.80) is 2.5 points below
     df = pd.DataFrame([dict(label=label, method=label, trainable=n, seed=s, value=v)
                        for label, n, vs in rows for s, v in enumerate(vs)])
-    assert findings.smallest_within(df, 1.0) == "small"  # 0.815 >= 0.825 - 0.01
-    assert findings.smallest_within(df, 0.5) == "big"  # above full counts as within
-    assert findings.smallest_within(df, 3.0) == "lucky"
-    assert findings.smallest_within(df[df["method"] != "full"], 1.0) is None
+    assert param_performance.smallest_within(df, 1.0) == "small"  # 0.815 >= 0.825 - 0.01
+    assert param_performance.smallest_within(df, 0.5) == "big"  # above full counts as within
+    assert param_performance.smallest_within(df, 3.0) == "lucky"
+    assert param_performance.smallest_within(df[df["method"] != "full"], 1.0) is None
 
 
 def test_efficiency_sentence_reads_the_efficiency_table():
@@ -398,10 +400,10 @@ def test_efficiency_sentence_reads_the_efficiency_table():
                                seconds_per_epoch=70.0),
                           dict(family="compacter++", percent_trained=0.085, memory_vs_full_pct=82.4,
                                time_vs_full_pct=61.6, seconds_per_epoch=43.0)])
-    assert findings.efficiency(table) == [
+    assert param_performance.efficiency(table) == [
         "Compacter++ trains 0.085 % of the parameters and needs 82 % of full fine-tuning's peak memory and 62 % of "
         "its training time (seconds per epoch)."]
-    assert findings.efficiency(table.iloc[:1]) == []  # no Compacter++ run: nothing to say
+    assert param_performance.efficiency(table.iloc[:1]) == []  # no Compacter++ run: nothing to say
 
 
 def test_budget_control_reading_judges_each_claims_move_between_its_arms():

@@ -1,5 +1,5 @@
-"""Notebook 08's report as one more family: stream.csv built from the stream's records (tables.build_stream), its
-figures (figures.stream) and its reading (findings.READERS["stream"]), on hand-made records (no training).
+"""Notebook 08's report as one more family: stream.csv built from the stream's records (its Family.build), its
+figure and its reading (Family.read), on hand-made records (no training).
 
 The records follow what the stream's steps store: each learner's test of each task after each arrival with its
 per-example correct bits, the adapters' recall on one base with its hashes, the saved files' sizes and the serving
@@ -16,15 +16,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from adapterlab.experiments import profiles, stats, stream  # noqa: E402
+from adapterlab.experiments import profiles, stats  # noqa: E402
+from adapterlab.families import stream  # noqa: E402
 from adapterlab.methods.saving import ADAPTER_WEIGHTS  # noqa: E402
 from adapterlab.report import document, figures, findings, plots, provenance, tables  # noqa: E402
-from adapterlab.report import stream as stream_report  # noqa: E402
 
 ORDERS = (("airline", "tweets/apple", "tweets/coachella"), ("airline", "tweets/coachella", "tweets/apple"))
 N = 400  # test examples per task
 MODEL, BASE = 1_000_000, 999_000  # bytes of one fine-tuned model, of the frozen base saved once
-SETTINGS = replace(profiles.StreamSettings(), orders=ORDERS, seeds=(0, 1, 2))
+SETTINGS = replace(stream.StreamSettings(), orders=ORDERS, seeds=(0, 1, 2))
 
 
 def bits(correct):
@@ -42,7 +42,7 @@ def synthetic(forget=0.2, gain=0.0, seeds=(0, 1, 2), adapter_share=0.036, orders
     right and gains `gain` of those it got wrong (the same examples for every seed: the task is what it
     forgets). An adapter file holds `adapter_share` of one model's bytes."""
     s = replace(SETTINGS, orders=orders, seeds=seeds)
-    records = {}  # what each step is (report.stream.step_of) -> its record
+    records = {}  # what each step is (stream.step_of) -> its record
 
     def own(learner, task, seed):  # a copy is the sequential learner on its task alone: the same bits
         rng = np.random.default_rng([learner == "adapters", s.tasks.index(task), seed])
@@ -78,8 +78,8 @@ def synthetic(forget=0.2, gain=0.0, seeds=(0, 1, 2), adapter_share=0.036, orders
                 "adapter_sha256_after": hashes, "base_bytes": BASE}
     records["serving",] = {"step": "serving", "swap_median": 0.004, "load_median": 0.2, "swap_seconds": [0.004] * 3,
                            "load_seconds": [0.2] * 2, "machine": "test CPU", "threads": 1}
-    assert all(stream_report.step_of(r) == step for step, r in records.items())
-    return stream_report.StepRecords(s, list(records.values()))
+    assert all(stream.step_of(r) == step for step, r in records.items())
+    return stream.StepRecords(s, list(records.values()))
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def result():
 
 @pytest.fixture(scope="module")
 def table(result):
-    return stream_report.table(result)
+    return stream.stream_table(result)
 
 
 def claim(claims, words):
@@ -110,14 +110,14 @@ def test_the_table_holds_what_the_records_say(result, table):
     s = result.settings
     for i, order in enumerate(s.orders):
         for learner in stream.LEARNERS:
-            matrix = findings.stream_matrix(table, learner, i)
+            matrix = stream.stream_matrix(table, learner, i)
             tests = [result.tests(learner, order, seed) for seed in s.seeds]
             for (task, t) in tests[0]:
                 # the mean of 3 scores in another order of additions: equal to float64 round-off (~1e-16)
                 assert matrix.loc[task, t + 1] == pytest.approx(np.mean([x[(task, t)]["accuracy"] for x in tests]),
                                                                 rel=1e-12)
             assert np.isnan(matrix.to_numpy()[np.tril_indices(len(order), -1)]).all()  # before a task arrives
-        bill = stream_report.storage_bill(result, i).set_index(["learner", "tasks"])["bytes"]
+        bill = stream.measured_bill(result, i).set_index(["learner", "tasks"])["bytes"]
         mine = table[(table["order"] == i) & (table["seed"] == s.seeds[0])].set_index(["learner", "time"])
         assert all((mine.loc[key, "stored_bytes"] == b).all() for key, b in bill.items())
     adapters = table[table["learner"] == "adapters"]
@@ -127,13 +127,13 @@ def test_the_table_holds_what_the_records_say(result, table):
 
 def test_the_csv_round_trip_gives_the_same_reading_and_figure(result, table, tmp_path):
     profile = replace(profiles.get("smoke"), stream=result.settings)
-    built = tables.build_stream(profile, list(result.records.values()))
+    built = stream.build(profile, list(result.records.values()))
     assert built.family == "stream" and built.table.equals(table)
     (path,) = tables.write(built, profile, tmp_path)
     assert path.name == "stream.csv"
     back = findings.load("smoke", "stream", tmp_path)
-    lines, claims = findings.READERS["stream"](table)
-    again, claims_again = findings.READERS["stream"](back)
+    lines, claims = stream.read(table)
+    again, claims_again = stream.read(back)
     assert again == lines
     assert [(t, v.label, v.p) for t, v in claims_again] == [(t, v.label, v.p) for t, v in claims]
     assert [x for _, v in claims_again for x in (v.diff.estimate, v.diff.se)] == pytest.approx(
@@ -148,20 +148,20 @@ def test_the_csv_round_trip_gives_the_same_reading_and_figure(result, table, tmp
 
 
 def test_adapters_keep_perfect_memory_only_where_the_hashes_prove_it(table):
-    _, claims = findings.READERS["stream"](table)
+    _, claims = stream.read(table)
     memory = claim(claims, "order 1: adapters keep perfect memory")
     # a check: measured without sampling, so no p-value and no place in Holm's correction
     assert memory.label == "reproduced" and memory.diff.estimate == 0 and memory.check and math.isnan(memory.p)
     assert "exact" in memory.numbers()
     # the same identical predictions without the hashes' proof: a zero drop on a sample, no noise estimate
     unproven = table.assign(exact_recall=table["exact_recall"].replace({True: False}))
-    _, claims = findings.READERS["stream"](unproven)
+    _, claims = stream.read(unproven)
     assert str(claim(claims, "order 1: adapters keep perfect memory")) == "inconclusive (no noise estimate)"
-    assert "FAILS for order 1 seed 0" in "\n".join(findings.stream(unproven))
+    assert "FAILS for order 1 seed 0" in "\n".join(stream.read(unproven)[0])
 
 
 def test_sequential_forgetting_is_detected_beyond_its_noise():
-    _, claims = findings.READERS["stream"](stream_report.table(synthetic(forget=0.2)))
+    _, claims = stream.read(stream.stream_table(synthetic(forget=0.2)))
     forgets = claim(claims, "order 1: sequential fine-tuning forgets")
     low, _ = forgets.diff.ci()
     assert forgets.label == "reproduced" and low > 0
@@ -171,7 +171,7 @@ def test_sequential_forgetting_is_detected_beyond_its_noise():
 
 
 def test_forgetting_measured_on_unconverged_sequential_steps_holds_at_this_budget():
-    _, claims = findings.READERS["stream"](stream_report.table(synthetic(sequential_converged=False)))
+    _, claims = stream.read(stream.stream_table(synthetic(sequential_converged=False)))
     assert str(claim(claims, "order 1: sequential fine-tuning forgets")).startswith("reproduced at this budget")
     # perfect memory rests on the hashes, which no budget changes
     assert str(claim(claims, "order 1: adapters keep perfect memory")) == "reproduced"
@@ -179,16 +179,16 @@ def test_forgetting_measured_on_unconverged_sequential_steps_holds_at_this_budge
 
 def test_forgetting_inside_the_margin_is_shown_not_reproduced():
     # as many examples gained as lost: the drop is shown to be smaller than a difference worth seeing
-    _, claims = findings.READERS["stream"](stream_report.table(synthetic(forget=0.005, gain=0.02)))
+    _, claims = stream.read(stream.stream_table(synthetic(forget=0.005, gain=0.02)))
     forgets = claim(claims, "order 1: sequential fine-tuning forgets")
     assert forgets.label == "not reproduced" and abs(forgets.diff.estimate) < stats.MARGIN
 
 
 def test_the_storage_bill_is_judged_exactly_against_houlsbys_share():
-    _, claims = findings.READERS["stream"](stream_report.table(synthetic(adapter_share=0.036)))
+    _, claims = stream.read(stream.stream_table(synthetic(adapter_share=0.036)))
     bill = claim(claims, "adapters store a small part of a model per task")
     assert bill.label == "reproduced" and bill.diff.estimate == pytest.approx(0.036 - 1, abs=1e-6)
-    _, claims = findings.READERS["stream"](stream_report.table(synthetic(adapter_share=0.027)))
+    _, claims = stream.read(stream.stream_table(synthetic(adapter_share=0.027)))
     assert claim(claims, "adapters store a small part").label == stats.LARGER  # less per task than the paper's
     # the storage bill and perfect memory are exact checks, reported apart; forgetting is the tested claim
     assert [v.check for _, v in claims] == [True, False] * len(ORDERS) + [True]
@@ -197,7 +197,7 @@ def test_the_storage_bill_is_judged_exactly_against_houlsbys_share():
 
 
 def test_the_reading_names_the_noise_the_bill_and_the_serving_cost(table):
-    text = "\n".join(findings.stream(table))
+    text = "\n".join(stream.read(table)[0])
     assert "- sequential fine-tuning: forgetting in order 1: +" in text and "task drops beyond their paired noise" in text
     assert "- adapters (frozen base): forgetting in order 1: 0.0 (identical predictions on every test example)" in text
     assert "(1.11x one fine-tuned model)" in text and "(3.00x one fine-tuned model)" in text
@@ -208,8 +208,8 @@ def test_the_reading_names_the_noise_the_bill_and_the_serving_cost(table):
 
 
 def test_one_seed_says_its_interval_covers_test_sampling_only():
-    table = stream_report.table(synthetic(seeds=(0,)))
-    forgets = findings.stream_forgetting(table, "sequential", 0)
+    table = stream.stream_table(synthetic(seeds=(0,)))
+    forgets = stream.stream_forgetting(table, "sequential", 0)
     assert forgets.known and "test sampling only" in forgets.how
     assert "95% CI over test examples (one seed)" in figures.define("stream", table).views["order 1: forgetting"].title
 
@@ -249,7 +249,7 @@ def test_forgetting_bars_are_the_readings_95_percent_intervals(table):
     view = figures.define("stream", table).views["order 2: forgetting"]
     assert "95% CI over seeds and test examples" in view.title and view.xticks == [2, 3]
     sequential, adapters, copies = view.series
-    diffs = [findings.stream_forgetting(table, "sequential", 1, k) for k in (2, 3)]
+    diffs = [stream.stream_forgetting(table, "sequential", 1, k) for k in (2, 3)]
     assert sequential.y == pytest.approx([100 * d.estimate for d in diffs])
     assert sequential.err == pytest.approx([100 * (d.ci(0.95)[1] - d.estimate) for d in diffs])
     assert adapters.y == [0.0, 0.0] and adapters.err is None and copies.err is None
@@ -285,7 +285,7 @@ def test_png_and_html_draw_every_view(table, tmp_path):
 
 
 def test_each_task_drop_is_paired_by_example(table):
-    drops = findings.stream_drops(table).set_index(["learner", "order", "task", "seed"]).sort_index()
+    drops = stream.stream_drops(table).set_index(["learner", "order", "task", "seed"]).sort_index()
     assert len(drops) == 3 * len(ORDERS) * 2 * 3  # learners x orders x earlier tasks x seeds
     rows = table[(table["learner"] == "sequential") & (table["order"] == 0) & (table["seed"] == 2)
                  & (table["task"] == "airline")].set_index("time")

@@ -11,8 +11,8 @@ import pytest
 
 from adapterlab.training import tasks
 from adapterlab.training.backbones import default_tokenizer
-from adapterlab.training.tasks import (batches, encode, label_from_text, load_task, padded_length, subsample,
-                                      target_text, unused)
+from adapterlab.training.glue import GlueUnavailable
+from adapterlab.training.tasks import batches, encode, load_task, padded_length, subsample, target_text, unused
 
 GLUE_FIXTURES = Path(__file__).parents[1] / "fixtures" / "glue"
 
@@ -305,7 +305,7 @@ def test_glue_without_files_offline_fails_fast_naming_both_fixes(monkeypatch):
     with pytest.raises(ValueError, match="ADAPTERLAB_GLUE_DIR.*go online") as error:
         load_task("glue/cola")
     assert time.perf_counter() - start < 5
-    assert isinstance(error.value, tasks.GlueUnavailable)
+    assert isinstance(error.value, GlueUnavailable)
 
 
 # ---------------------------------------------------------------- metrics
@@ -452,6 +452,20 @@ def test_token_lengths_count_pairs_and_text_to_text_inputs_as_encode_makes_them(
         encoded = encode(pair, tokenizer, max_length=512, text_to_text=text_to_text)["train"]
         assert tasks.token_lengths(pair, tokenizer, text_to_text=text_to_text).tolist() == encoded["length"]
     assert tasks.token_lengths(pair, tokenizer, text_to_text=True).tolist()[0] > 6  # the prefix and field names
+
+
+def label_from_text(task, text):
+    """Inverse of `target_text` for generated text: class id (-1 if the text names
+    no class: counted as wrong) or score (NaN if not a number). Spaces are
+    ignored because WordPiece decoding writes "not_entailment" as "not _ entailment"."""
+    text = "".join(text.split()).lower()
+    if task.kind == "regression":
+        try:
+            return float(text)
+        except ValueError:
+            return float("nan")
+    words = ["".join(name.split()).lower() for name in task.label_names]
+    return words.index(text) if text in words else -1
 
 
 def test_text_to_text_targets_round_trip():

@@ -1,174 +1,61 @@
-"""Houlsby's online setting: tasks arrive one at a time, and three learners keep up with them.
+"""The workers of the stream of tasks (notebook 08): what each of its steps computes, from the step's key alone.
 
-    from adapterlab.report import tables
-    result = tables.get("stream", "smoke")     # runs every step the store lacks, as for any family
-    result.table                               # stream.csv: each learner's test of each task after each arrival
+Three learners keep up with tasks that arrive one at a time on one backbone:
 
-Houlsby et al. motivate adapters by a stream of tasks (a cloud service's customers): one frozen base
-model and a few task-specific parameters per task give "perfect memory" of earlier tasks and a model
-that grows by a few percent per task. The three learners (LEARNERS):
-
-  sequential  one model fine-tuned on each new task in turn, starting from its previous weights, with a
-              new classification head per task (earlier heads are kept, the body moves on);
+  sequential  one model fine-tuned on each new task in turn, from its previous weights, with a new head per task
+              (run_sequential);
   adapters    one frozen base; per task a Houlsby adapter + LayerNorms + head, saved with save_adapter
-              and swapped in (load_adapter) to evaluate that task;
-  copies      one fully fine-tuned model per task: the accuracy upper bound, a whole model per task.
+              (run_adapter) and swapped in with load_adapter to be tested again after every arrival (run_recall);
+  copies      one fully fine-tuned model per task: the sequential learner's first step on that task alone.
 
-The family's plan is a list of steps, each a unit of work (work.Work) that the suite's runners run
-like any training run (running.run_plan in process, the sweep in parallel) and store under family
-"stream", keyed by everything that determines it; an interrupted run resumes and the notebook
-redraws from the store:
+run_serving times what switching the served task costs either way. A worker gets the step's key (a dict of the
+settings that determine the step, as adapterlab/families/stream.py plans it) and the folders of the files it
+reads and writes, and returns the step's record. Whether a training step converged is the study's rule
+(experiments/rules.py), which the family's step adds to the record: this layer trains and measures.
 
-  sequential(prefix, seed)  train the last task of `prefix` from the weights after prefix[:-1] (from
-                            the pretrained model when the prefix has one task), then test every task of
-                            the prefix with its own head. One step per arrival.
-  adapter(task, seed)       train one task's adapter on the frozen base; save it; test it; hash the
-                            frozen base before and after and the saved files.
-  recall(order, seed)       one loaded base: after each arrival swap in every adapter seen so far and
-                            test it; at the end re-hash the base and the adapter files (exact recall).
-  serving                   seconds to switch task: swap an adapter on a loaded base vs load a model.
-
-Work shared between learners, computed once (the store key is the same):
-  - the per-task copy of task X is the sequential step with prefix (X,): fine-tuning the pretrained
-    model on X alone. So the copies' matrix costs no training beyond one such step per task, and the
-    first task's copy IS the sequential learner after task 1;
-  - every order starts with the same task, so the orders share their first sequential step;
-  - adapters do not depend on the order (each trains on the same frozen base): one adapter step per
-    (task, seed) serves every order; only the cheap recall step (evaluation) runs per order.
-A copy never changes after its training, so its column entries after arrival are its own test score
-(no re-evaluation needed); the adapters are re-evaluated at every time step on purpose: that is the
-measurement behind "perfect memory".
-
-Weights a later step needs (the sequential model after each arrival, the adapters) are kept under
-data/results/<profile>/stream_files/<step key>/ (not committed: a MiniLM copy is ~90 MB; a model goes
-once the next arrival is stored); the records keep every number the notebook draws, including
-the file sizes for the storage bill, and each says which step it is (`step`, its tasks, task or order,
-and its seed), so stream.csv is built from the records alone (report/stream.py). A sequential step
-whose predecessor's weights are gone reruns the predecessor first (its record is replaced).
+The hashes (sha256 of the frozen base's weights, of each adapter file, of the test logits) are the evidence
+of exact recall: the same base and the same file must give bit-identical logits after any later arrival.
 """
 import hashlib
 import statistics
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from . import profiles as profiles_module
-from . import rules
-from .profiles import StreamSettings
-from ..training import tasks as task_registry
-from ..training import train as T
-from ..training.backbones import load_backbone
 from ..methods.inject import adapt
 from ..methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS, load_adapter, save_adapter
-from .work import Work
+from . import tasks as task_registry
+from . import train as T
+from .backbones import load_backbone
 
-FAMILY = "stream"
-LEARNERS = ("sequential", "adapters", "copies")
-FILES = "stream_files"  # the store's folder of the steps' weights (work.folder), not committed
 MODEL_FILE = "model.safetensors"  # a sequential/copy step's weights: "body.<name>" + "head.<task>.<name>"
-# Bump when a change alters what a stored step computes, so old records stop matching.
-STREAM_VERSION = 2  # 2: every training step records its convergence verdict
 
 
-# ----------------------------------------------------------------------------- settings
-
-def settings(profile):
-    """The stream settings of a profile (profiles.StreamSettings, its `stream` setting)."""
-    return profiles_module.resolve(profile).stream
-
-
-def check_settings(s):
-    """Refuse settings the stream cannot run: unknown tasks, orders that do not share the first task."""
-    for task in s.tasks:
-        if task.startswith(task_registry.TWEET_TASK_PREFIX):
-            task_registry.tweet_task(task)  # an unknown domain: the error lists the domains
-        if task.partition(":")[0] not in task_registry.TASKS:
-            raise ValueError(f"unknown task {task!r} in the stream's orders; choose from {', '.join(task_registry.TASKS)}")
-    firsts = {order[0] for order in s.orders}
-    if len(firsts) != 1:
-        raise ValueError(f"every order must start with the same task (they start with {sorted(firsts)}); "
-                         "put the same first task at the head of each order")
-    if any(len(set(order)) != len(order) for order in s.orders):
-        raise ValueError("a task appears twice in one order; list each task once per order")
-    return s
+@dataclass(frozen=True)
+class StepSetup:
+    """What a step's key fixes of its model, data and training: enough to redo its evaluation. The family's
+    settings have the same fields, so either can be passed where a setup is read (Evaluator)."""
+    backbone: str
+    train_size: int | None = None  # examples per task (a seeded subset of its train split; None: all)
+    max_length: int = 128
+    eval_size: int | None = None  # validation/test examples per task (a seeded subset; None: all)
+    bottleneck: int = 64  # Houlsby adapter size m
+    train: dict = field(default_factory=dict)  # TrainConfig fields
 
 
-# ----------------------------------------------------------------------------- steps
-
-def _label(kind, key):
-    what = {"sequential": lambda k: " > ".join(k["tasks"]), "adapter": lambda k: k["task"],
-            "recall": lambda k: " > ".join(k["order"]), "serving": lambda k: ""}[kind](key)
-    seed = f" seed {key['seed']}" if "seed" in key else ""
-    return f"{kind} {what}{seed}".replace("  ", " ")
+def setup_of(key):
+    """The StepSetup a step key fixes; a key made before one of its fields existed takes that field's default."""
+    return StepSetup(backbone=key["backbone"], train_size=key.get("train_size"), max_length=key.get("max_length", 128),
+                     eval_size=key.get("eval_size"), bottleneck=key.get("bottleneck", 64),
+                     train=dict(key.get("train", {})))
 
 
-def _step(kind, key, needs=(), marker=None, kept=True):
-    """A step as a unit of work (work.Work): its key is also what its worker computes it from."""
-    return Work(FAMILY, key, {"step": kind, "key": key}, tuple(needs), marker, kept, files_in=FILES,
-                label=_label(kind, key))
-
-
-def _setup(s):
-    """What every step of a profile shares (part of each key)."""
-    return {"backbone": s.backbone, "train_size": s.train_size, "max_length": s.max_length,
-            "eval_size": s.eval_size, "train": dict(s.train), "stream_version": STREAM_VERSION}
-
-
-def sequential_step(s, prefix, seed):
-    """Its model file is read by the next arrival only: dropped once that one is stored (kept=False)."""
-    prefix = tuple(prefix)
-    needs = (sequential_step(s, prefix[:-1], seed),) if len(prefix) > 1 else ()
-    return _step("sequential", {"step": "sequential", "tasks": list(prefix), "seed": seed, "lr": s.full_lr,
-                                **_setup(s)}, needs, marker=MODEL_FILE, kept=False)
-
-
-def adapter_step(s, task, seed):
-    return _step("adapter", {"step": "adapter", "task": task, "seed": seed, "lr": s.adapter_lr,
-                             "bottleneck": s.bottleneck, **_setup(s)}, marker=ADAPTER_CONFIG)
-
-
-def recall_step(s, order, seed, adapter_hashes=None):
-    """adapter_hashes ({task: sha256 of its adapter file}) join the key once the adapters are stored: a
-    retrained adapter (new file) then needs a new recall, never an old one's verdict."""
-    needs = tuple(adapter_step(s, t, seed) for t in order)
-    return _step("recall", {"step": "recall", "order": list(order), "seed": seed, "bottleneck": s.bottleneck,
-                            "adapters": adapter_hashes, **_setup(s)}, needs)
-
-
-def serving_step(s):
-    return _step("serving", {"step": "serving", "backbone": s.backbone, "bottleneck": s.bottleneck,
-                             "swap_repeats": s.swap_repeats, "load_repeats": s.load_repeats,
-                             "stream_version": STREAM_VERSION})
-
-
-def steps(profile, store=None):
-    """Every step of a profile's stream (its units of work, planning.work), in an order that runs: a
-    step after the steps it needs. With a store, recall steps carry the stored adapters' file hashes
-    (see recall_step)."""
-    s = check_settings(settings(profile))
-    out = []
-    for seed in s.seeds:
-        for task in s.tasks:
-            out += [sequential_step(s, (task,), seed), adapter_step(s, task, seed)]  # copies + adapters
-        for order in s.orders:
-            out += [sequential_step(s, order[:k], seed) for k in range(2, len(order) + 1)]
-        for order in s.orders:
-            hashes = None
-            if store is not None:
-                records = [store.get(adapter_step(s, t, seed).key, FAMILY) for t in order]
-                if all(records):
-                    hashes = {t: r["adapter_sha256"][ADAPTER_WEIGHTS] for t, r in zip(order, records)}
-            out.append(recall_step(s, order, seed, hashes))
-    out.append(serving_step(s))
-    return list({step.id: step for step in out}.values())  # shared steps once
-
-
-# ----------------------------------------------------------------------------- hashing and files
+# ----------------------------------------------------------------------------- hashing
 
 def sha256_file(path):
     h = hashlib.sha256()
@@ -196,7 +83,7 @@ def task_split(s, name, seed):
 
 
 class Evaluator:
-    """Encoded test splits of the stream's tasks (capped as the settings say), tested on demand."""
+    """Encoded test splits of the stream's tasks (capped as the setup `s` says), tested on demand."""
 
     def __init__(self, s, tokenizer, tasks, seed):
         self.device = T.pick_device("auto")
@@ -226,22 +113,13 @@ def _backbone(s):
 
 
 def _train_on(s, key, model, tokenizer, task, progress):
-    """Train `model` on `task` at the step's rate and seed: the fields every training step records,
-    its convergence verdict under the project's rule (rules.convergence) among them."""
+    """Train `model` on `task` at the step's rate and seed: the fields every training step records (the
+    family judges its convergence from the curve and the class entropy)."""
     split = task_split(s, task, key["seed"])
     config = T.TrainConfig(**{**s.train, "lr": key["lr"], "seed": key["seed"]})
     result = T.train(model, tokenizer, split, config, max_length=s.max_length, progress=progress)
-    entropy = T.class_entropy(split.splits["train"]["label"])
     return {"validation": result["validation"], "curve": result["curve"], "steps": result["steps"],
-            **rules.convergence(result["curve"], entropy), "class_entropy": entropy,
-            "train_seconds": result["train_seconds"]}
-
-
-def _key_settings(key):
-    """The StreamSettings fields a step key fixes (enough to rebuild its evaluation)."""
-    return StreamSettings(orders=(), backbone=key["backbone"], train_size=key.get("train_size"),
-                          max_length=key.get("max_length", 128), eval_size=key.get("eval_size"),
-                          bottleneck=key.get("bottleneck", 64), train=dict(key.get("train", {})))
+            "class_entropy": T.class_entropy(split.splits["train"]["label"]), "train_seconds": result["train_seconds"]}
 
 
 # ----------------------------------------------------------------------------- learner 1 (and 3): full fine-tuning
@@ -294,7 +172,7 @@ def load_model(model, heads, path):
 def run_sequential(key, previous=None, out=None, progress=False):
     """One arrival for the sequential learner: from `previous` (the folder of the step before; None:
     the pretrained model), train key["tasks"][-1] with a new head, test every task so far."""
-    s, seed, tasks = _key_settings(key), key["seed"], key["tasks"]
+    s, seed, tasks = setup_of(key), key["seed"], key["tasks"]
     start = time.perf_counter()
     torch.manual_seed(seed)  # the new head starts from this seed, as in train.build
     model, tokenizer = _backbone(s)
@@ -326,7 +204,7 @@ def run_sequential(key, previous=None, out=None, progress=False):
 
 def run_adapter(key, out, progress=False):
     """Train one task's Houlsby adapter (+ LayerNorms + head) on the frozen base, save it to `out`, test it."""
-    s, seed, task_name = _key_settings(key), key["seed"], key["task"]
+    s, seed, task_name = setup_of(key), key["seed"], key["task"]
     start = time.perf_counter()
     torch.manual_seed(seed)
     model, tokenizer = _backbone(s)
@@ -350,7 +228,7 @@ def run_recall(key, adapter_dirs, out=None, progress=False):
     """The adapters learner over one order: one loaded base; after each arrival, every adapter seen so
     far is swapped in from its file and tested. At the end: the frozen base's hash and the adapter
     files' hashes again, and the base's size on disk (saved once here) for the storage bill."""
-    s, seed, order = _key_settings(key), key["seed"], key["order"]
+    s, seed, order = setup_of(key), key["seed"], key["order"]
     start = time.perf_counter()
     model, tokenizer = _backbone(s)
     evaluate = Evaluator(s, tokenizer, order, seed)
@@ -383,7 +261,7 @@ def run_serving(key, progress=False):
     read once before timing), so this times the swap itself, not the disk."""
     from transformers.utils import logging as hf_logging
 
-    s = _key_settings(key)
+    s = setup_of(key)
     start = time.perf_counter()  # the whole step (making the files too): its share of a from-scratch run
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # a "Loading weights" bar per timed load would drown the notebook
@@ -423,25 +301,3 @@ def run_serving(key, progress=False):
             "swap_median": statistics.median(swaps), "load_median": statistics.median(loads),
             "model_bytes": model_bytes, "adapter_bytes": adapter_bytes, "threads": torch.get_num_threads(),
             "run_seconds": time.perf_counter() - start}
-
-
-# ----------------------------------------------------------------------------- the steps' workers
-
-# step -> its worker, called by running.execute with the step's spec, the folders of the files of its
-# needs (in the order of step.needs) and the folder for its own files
-STEPS = {
-    "sequential": lambda spec, needs, out: run_sequential(spec["key"], needs[0] if needs else None, out),
-    "adapter": lambda spec, needs, out: run_adapter(spec["key"], out),
-    "recall": lambda spec, needs, out: run_recall(spec["key"], dict(zip(spec["key"]["order"], needs))),
-    "serving": lambda spec, needs, out: run_serving(spec["key"]),
-}
-
-
-# ----------------------------------------------------------------------------- names
-
-def order_name(order):
-    return " > ".join(short_name(t) for t in order)
-
-
-def short_name(task):
-    return task.removeprefix(task_registry.TWEET_TASK_PREFIX)

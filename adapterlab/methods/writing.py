@@ -1,4 +1,10 @@
-"""The project's one atomic write: a reader sees the old file or the new one, never half of it."""
+"""Writing a file atomically: a reader sees the old file or the new one, never half of it.
+
+Saved adapters, serving bundles, the doctor's report, the result store, its CSVs and the findings page are
+written this way. The write lives in methods/, the first part of the flow that writes a file, so that every
+later part imports it from an earlier one (nn -> methods -> training -> experiments -> report -> families ->
+course).
+"""
 import os
 import tempfile
 from pathlib import Path

@@ -1,0 +1,448 @@
+"""Notebook 04, Houlsby et al. Fig. 6 (left, centre): which layers' adapters matter.
+
+One Houlsby model (m=64) is trained per task; then the adapters of every span of layers first..last are
+removed, one span at a time, and the model scored again: an L x L heatmap. The spans are scored twice: on
+validation (the heatmap; the run's best state was chosen there, so it judges nothing) and on train examples the
+run never saw (the claims). The paper finds the lower layers' adapters removable and the upper ones mattering.
+
+Its units of work: the training runs, then per task, once its runs are stored, one unit scoring the spans of
+the run best on validation (and, held out, of that run and its budget controls): evaluations of a stored
+adapter, kept in their own store file (SPANS).
+"""
+import math
+from dataclasses import dataclass, field
+
+
+from ..experiments import running, stats
+from ..experiments.families import Family, register
+from ..experiments.study_init import CONTROL, scaled
+from ..report.tables import FamilyResult, config_of, run_columns, tidy_frame
+from ..report.figures import Figure, Heatmap, span_grid, View, check_columns, converged_rows, majority_line, per_task
+from ..report.labels import SCALE
+from ..experiments.work import Work
+from ..experiments.planning import config_for, training_work, budget_controls, chosen_from, describe, eval_size, method_lr, run_key, store_lookup, training_unit
+from ..experiments.results import config_key
+from ..report.findings import judge, pts, unconverged, verdict_lines
+from ..report import figures as F
+from ..report import labels
+from ..experiments.profiles import Common, resolve
+from ..report.claims import FIG6, HELD_OUT, SELECTION, accuracy_claim
+from ..training import removal
+from ..training import train as T
+
+NAME = "layer_removal"
+SPLIT = "validation"  # its table's `value`: the heatmap's; the claims read HELD_OUT_TABLE
+
+
+# ----------------------------------------------------------------------------- settings
+
+@dataclass(frozen=True)
+class LayerRemoval(Common):
+    """Notebook 04 (Houlsby Fig. 6 left/centre): Houlsby runs, the best on validation ablated."""
+    method_args: dict = field(default_factory=dict)  # Houlsby's settings (bottleneck)
+    lrs: tuple | None = None  # the learning-rate grid; None: the method's rate
+    epochs: tuple | None = None  # the epochs grid; None: the profile's epochs
+    keep_adapter: bool = True  # the best run's adapter is what the spans remove layers from
+    # the claims' split: up to this many train examples the scored run never trained on (tasks.unused), on
+    # which its spans (and its budget control's) are scored again; None: the claims await held-out scoring
+    held_out: int | None = None
+
+    def grids(self):
+        """[(setting, learning-rate grid)] a study checks: each needs two rates or more."""
+        return [("lrs", self.lrs)]
+
+
+PROFILES = {
+    "smoke": dict(method_args=dict(bottleneck=16), held_out=200),
+    # one model, 240 steps: at twice the steps (its budget control) its score moves less than the margin
+    "default": dict(method_args=dict(bottleneck=64), train=dict(max_steps=240, eval_every=40),
+                       budget_control=("airline",), held_out=6000),
+    # Houlsby Fig. 6 left/centre (BERT-base, adapter size 64) after its GLUE protocol: lr {3e-5, 3e-4, 3e-3}
+    # x epochs {3, 20}, the best on validation is the model whose adapters are removed
+    "paper": dict(method_args=dict(bottleneck=64), lrs=(3e-5, 3e-4, 3e-3), epochs=(3, 20)),
+}
+
+
+# ----------------------------------------------------------------------------- plan: runs, then their spans
+
+def plan(p, chosen):
+    """One Houlsby model per task (the paper's: one per point of its grid of rates and epochs)."""
+    s = p.settings(NAME)
+    lrs = s.lrs or (method_lr(p, "houlsby"),)
+    epochs = s.epochs or (p.train.get("epochs", 3),)
+    return [
+        config_for(p, task=task, method="houlsby", method_args=s.method_args, lr=lr, epochs=e, family_train=s.train)
+        for task in s.tasks or p.tasks for lr in lrs for e in epochs
+    ]
+
+
+SPANS = "layer_removal_spans"  # the store file of the span scores: evaluation of a stored adapter, no training
+
+
+def best_runs(records):
+    """{task: its record best on validation} (the first best on a tie), tasks in first-seen order: the run
+    whose adapters layer removal takes out, span by span."""
+    by_task = {}
+    for r in records:
+        by_task.setdefault(r["task"], []).append(r)
+    return {task: max(runs, key=lambda r: r["validation"]) for task, runs in by_task.items()}
+
+
+def scored_runs(profile, store):
+    """{task: RunConfig} of the runs whose spans layer removal scores: per task, the best on validation
+    (best_runs) of the family's runs (budget controls aside), once every run of that task is stored."""
+    p = resolve(profile)
+    lookup = store_lookup(store, p, NAME)
+    found = [(c, lookup(c)) for c in plan(p, chosen_from(p, NAME, lookup))]
+    waiting = {c.task for c, r in found if r is None}
+    best = best_runs([r for c, r in found if c.task not in waiting])
+    return {task: next(c for c, r in found if r is record) for task, record in best.items()}
+
+
+def span_key(profile, config, split="validation"):
+    """The store key of a run's span scores: the run's key, the split scored, how many examples at most
+    (validation: the family's eval_size; removal.HELD_OUT: its held_out setting)."""
+    p = resolve(profile)
+    cap = p.settings(NAME).held_out if split == removal.HELD_OUT else eval_size(p, NAME)
+    return {"run": run_key(config, p, NAME), "split": split, "eval_size": cap}
+
+
+def span_unit(profile, config, split="validation"):
+    """Scoring the spans of one stored run on `split` (removal.evaluate_spans) as a unit of work: it reads
+    the run's saved adapter, so the run is its need (work.ready trains the run again when the adapter is
+    gone)."""
+    p = resolve(profile)
+    key = span_key(p, config, split)
+    spec = {"step": "spans", "config": config.to_dict(), "split": split, "eval_size": key["eval_size"]}
+    return Work(SPANS, key, spec, needs=(training_unit(p, NAME, config),),
+                label=f"spans of {describe(config)} on {split}")
+
+
+def held_out_runs(profile, store):
+    """{task: [RunConfig]} of the runs whose spans are scored on held-out examples (the setting held_out):
+    the scored run (scored_runs), then its budget controls, whose spans show whether the claims survive
+    twice the steps. Empty when held_out is None."""
+    p = resolve(profile)
+    if p.settings(NAME).held_out is None:
+        return {}
+    chosen = chosen_from(p, NAME, store_lookup(store, p, NAME))
+    return _with_controls(p, scored_runs(p, store), chosen)
+
+
+def _with_controls(p, scored, chosen):
+    """{task: [its scored run, then that run's budget controls]} for {task: scored run}."""
+    controls = budget_controls(p, NAME, chosen)
+    return {task: [run, *[c for r, c in controls if r == run]] for task, run in scored.items()}
+
+
+def _span_units(p, scored, held_out):
+    """Span units: one on validation per scored run (the heatmap's), one on held-out examples per run of
+    `held_out` (held_out_runs: the claims')."""
+    return ([span_unit(p, c) for c in scored.values()]
+            + [span_unit(p, c, removal.HELD_OUT) for runs in held_out.values() for c in runs])
+
+
+def work(p, family, store):
+    """Layer removal's training runs, then per task whose runs are all stored one span unit on validation
+    (the heatmap's) and, where the profile holds examples out, the held-out units its claims read."""
+    return training_work(p, family, store) + _span_units(p, scored_runs(p, store), held_out_runs(p, store))
+
+
+def span_units_once_trained(profile):
+    """The span units layer removal's work will hold once all its runs are stored, before any is: each
+    task's first planned run stands in for the one validation will pick, which changes the units' keys but
+    not their number, splits or sizes. What a plan's scoring costs before it is trained (study init)."""
+    p = resolve(profile)
+    stand_in = {}
+    for c in plan(p, {}):
+        stand_in.setdefault(c.task, c)
+    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, stand_in, {})
+    return _span_units(p, stand_in, held_out)
+
+
+def score_spans(spec, needs, out):
+    """The worker of a span unit (span_unit): every span of the run's saved adapter (its need's
+    files) scored on the spec's split."""
+    return removal.evaluate_spans(T.RunConfig.from_dict(spec["config"]), needs[0], spec["eval_size"], spec["split"],
+                                  progress=spec.get("progress", False))
+
+
+# ----------------------------------------------------------------------------- table
+
+def stored_spans(profile, records, root=None):
+    """{task: span record} of the runs layer removal ablated (best_runs of the family's records),
+    read from the store under `root` (SPANS), where their units of work (span_unit)
+    put them."""
+    p = resolve(profile)
+    store = running.store_of(p, root=root)
+    return {task: store.get(span_key(p, config_of(best)), SPANS)
+            for task, best in best_runs(records).items()}
+
+
+def stored_held_out_spans(profile, records, root=None):
+    """{task: [(RunConfig, its span record) of the scored run, then of each of its budget controls]} on
+    held-out examples (held_out_runs; {} when the profile holds none out), from the store under
+    `root`."""
+    p = resolve(profile)
+    store = running.store_of(p, root=root)
+    return {task: [(c, store.get(span_key(p, c, removal.HELD_OUT), SPANS)) for c in runs]
+            for task, runs in held_out_runs(p, store).items()}
+
+
+def _span_rows(p, task, best, s):
+    """One row per span of one task's span record `s` of the run `best` (its record)."""
+    config = config_of(best)
+    key = run_key(config, p, NAME)
+    bits = s.get("correct", {})  # absent from span records stored before they kept it
+    correct = {(i, j): b for i, j, b in bits.get("spans", [])}
+    return [dict(task=task, first_layer=i, last_layer=j, metric=s["metric"], value=value,
+                 full_value=s["full"], baseline=s["majority"], drop=value - s["full"],
+                 correct=correct.get((i, j)), full_correct=bits.get("full"),
+                 n_removed=j - i + 1, n_layers=s["layers"], backbone=config.backbone,
+                 **run_columns(best),
+                 epochs=best["steps"] * config.train.batch_size / best["train_examples"],
+                 eval_examples=s["eval_examples"], run_key=config_key(key))
+            for i, j, value in s["spans"]]
+
+
+def build_tables(profile, records, spans, held_out):
+    """The layer-removal table from the family's run records and {task: span record} (stored_spans).
+    Houlsby Fig. 6 left/centre: the adapters of layers first..last removed, scored on validation.
+
+    One row per span (i <= j), n(n+1)/2 rows per task for n blocks. Columns:
+      task, first_layer, last_layer (0-based block indices, inclusive), metric, value
+      full_value   the same model with no adapter removed (same validation examples)
+      baseline     majority-class score on those validation examples
+      drop         value - full_value (<= 0 when removing hurts)
+      n_removed    last_layer - first_layer + 1;  n_layers: blocks in the model
+      backbone, lr, steps, epochs (passes over the train set), eval_examples,
+      run_key (the store key of the trained run)
+      correct, full_correct  which examples the span (and the unablated model) classifies right,
+                   train.correct_bits hex (empty for span records stored without them, or a metric
+                   other than accuracy): differences between spans pair by example (stats.by_example)
+    The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
+    timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records.
+
+    `held_out` ({task: span records}, stored_held_out_spans) gives the extra table HELD_OUT_TABLE, what the
+    claims read: the same columns for the spans scored on examples the run never trained on, with
+    majority_correct (the majority-class predictor's bits) and, from the run's budget control, value_2x,
+    full_value_2x, correct_2x, full_correct_2x and steps_2x on the same examples."""
+    p = resolve(profile)
+    best = best_runs(records)
+    rows = [row for task, run in best.items() for row in _span_rows(p, task, run, spans[task])]
+    timings = [s["timing"] for s in spans.values() if s.get("timing")]
+    return FamilyResult(NAME, tidy_frame(rows, FAMILY),
+                        extra={HELD_OUT_TABLE: held_out_table(p, best, held_out)} if held_out else {},
+                        timings={k: sum(t[k] for t in timings) for k in ("cached_seconds", "naive_seconds", "examples")}
+                        if timings else None)
+
+
+HELD_OUT_TABLE = "layer_removal_held_out"  # the spans on held-out examples: what 04's claims read
+
+
+def held_out_table(p, best, held_out):
+    """The spans of each task's scored run on held-out examples (build_layer_removal's HELD_OUT_TABLE)."""
+    rows = []
+    for task, ((_, s), *controls) in held_out.items():
+        mine = _span_rows(p, task, best[task], s)
+        for row in mine:
+            row["majority_correct"] = s["correct"]["majority"]
+        for config, control in controls:  # budget_factor x the steps, scored on the same examples
+            at_2x = {(i, j): (v, b) for (i, j, v), (_, _, b) in zip(control["spans"], control["correct"]["spans"])}
+            for row in mine:
+                row["value_2x"], row["correct_2x"] = at_2x[row["first_layer"], row["last_layer"]]
+                row.update(full_value_2x=control["full"], full_correct_2x=control["correct"]["full"],
+                           steps_2x=config.train.max_steps)
+        rows += mine
+    return tidy_frame(rows, FAMILY).assign(split=removal.HELD_OUT)
+
+
+def build(profile, records, root=None):
+    """The family's table from its runs' records and the span scores their units stored under `root`."""
+    return build_tables(profile, records, stored_spans(profile, records, root),
+                        stored_held_out_spans(profile, records, root))
+
+
+# ----------------------------------------------------------------------------- figure
+
+
+def figure(df, span=None):
+    """Houlsby Fig. 6 left/centre, per task: the validation score with the adapters of layers first..last
+    removed ("score") and its change against no removal. One trained model, so no error bars; `span`
+    (first, last) outlines one span (the explorer's pick)."""
+    check_columns(df, ["task", "first_layer", "last_layer", "value", "full_value"], NAME)
+    views = {}
+    for t, rows, prefix in per_task(df):
+        (z, layers, full), metric = span_grid(rows), str(rows["metric"].iloc[0])
+        unit, n, majority = labels.metric_unit(metric), len(layers), majority_line(rows)
+        outline = [(k, k, "black") for k in range(n)] + [(0, n - 1, "white")]
+        outline += [(layers.index(span[0]), layers.index(span[1]), "#E69F00")] if span else []
+        facts = [f"no removal {full * SCALE:.1f}{unit}", f"all removed {z[0, -1] * SCALE:.1f}{unit}",
+                 *[f"majority class {y:.1f}{unit}" for _, y, _ in majority]]
+        run = "one trained model, no error bars" + "; ✕ its run did not converge" * (not converged_rows(rows).all())
+        for mode, rel in (("score", False), ("change vs. no removal", True)):
+            views[prefix + mode] = View(
+                f"{t}: {'change in ' * rel}validation {labels.metric_name(metric)} with adapters removed from layers "
+                f"first…last\n{' · '.join(facts)}\n{run}; outlined: one layer; white: all layers",
+                "last layer with adapters removed", "first layer with adapters removed", False, task=t,
+                heatmap=Heatmap(((z - full * rel) * SCALE).tolist(), layers,
+                                labels.metric_label(metric, rel) + " vs. no removal" * rel, rel,
+                                {"no removal": full * SCALE * (not rel), **{k: y - full * SCALE * rel
+                                                                           for k, y, _ in majority}}, outline,
+                                hover="layers %{y}–%{x} removed: %{z:.2f}"))
+    return Figure("layer_removal", views)
+
+
+# ----------------------------------------------------------------------------- claims and reading
+
+# one trained model with the adapters of some layers removed, paired by example with it
+CLAIMS = (
+    accuracy_claim(NAME, "{task}: lower layers' adapters removable with a small loss (layers 0–{last_lower} "
+                   "removed vs none)", "==", "lower half removed", "none removed",
+                   f"removing layers 0–4 of 12 barely affects MNLI ({FIG6})", split=HELD_OUT),
+    accuracy_claim(NAME, "{task}: upper layers' adapters matter more (lower half removed minus upper half "
+                   "removed)", ">", "lower half removed", "upper half removed",
+                   f"removing layers 8–11 costs far more than 0–4 ({FIG6})", split=HELD_OUT),
+    accuracy_claim(NAME, "{task}: any single layer's adapters removable (each layer removed vs none)", "==",
+                   "one layer removed", "none removed", f"at most 2 points for any single layer ({FIG6}, diagonal)",
+                   split=HELD_OUT, margin=0.02, members="each layer"),
+    accuracy_claim(NAME, "{task}: all adapters removed falls to the majority class (paired by example with "
+                   "the majority-class predictor)", "==", "all removed", "majority class",
+                   f"the majority class: 37% MNLI, 69% CoLA ({FIG6})", split=HELD_OUT),
+)
+
+
+def _spans(d, split, budget=""):
+    """(bits, value) of span x's per-example correct bits and score on the table's examples (x: (first, last),
+    None for nothing removed, "majority class" for the majority-class predictor), from the table's columns
+    correct, full_correct and majority_correct; budget "_2x": the budget control's columns (correct_2x, ...)."""
+    def row(x):
+        return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
+
+    def bits(x):
+        column = {None: f"full_correct{budget}", "majority class": "majority_correct"}.get(x)
+        if column is not None and column not in d:
+            raise ValueError(f"the layer-removal table scored on {split} has no {column}; score the spans with each "
+                             "example's correctness of the full model and of the majority-class predictor")
+        return d[column].iloc[0] if column else row(x)[f"correct{budget}"]
+
+    def value(x):
+        return float(d[f"full_value{budget}"].iloc[0] if x is None else row(x)[f"value{budget}"])
+    return bits, value
+
+
+def _members(d, claim):
+    """(names, [(span a, span b)]) of a declared 04 claim's members: span a's score minus span b's (claims.py
+    names them: "lower half removed", "majority class", ...), or each layer removed alone against none."""
+    layers, half = int(d["n_layers"].iloc[0]), int(d["n_layers"].iloc[0]) // 2
+    span = {"none removed": None, "lower half removed": (0, half - 1), "upper half removed": (half, layers - 1),
+            "all removed": (0, layers - 1), "majority class": "majority class"}
+    if claim.members:
+        return [f"layer {i}" for i in range(layers)], [((i, i), span[claim.b]) for i in range(layers)]
+    return [], [(span[claim.a], span[claim.b])]
+
+
+def span_members(d, claim):
+    """(Differences, names) of a declared 04 claim's members on one task's table, paired by example on the
+    table's own split (_members)."""
+    n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
+    bits, _ = _spans(d, split)
+    names, pairs = _members(d, claim)
+    return [stats.by_example(bits(b), bits(a), n, split) for a, b in pairs], names
+
+
+def span_moves(d, claim):
+    """[stats.Difference] of each member's move at the budget control's steps (its _2x columns): (a - b at 2x)
+    - (a - b at 1x), paired by example on the table's split; [] when the table has no budget control."""
+    if "correct_2x" not in d:
+        return []
+    n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
+    (at_1x, _), (at_2x, _) = _spans(d, split), _spans(d, split, "_2x")
+    return [stats.claim_move(n, [at_1x(a)], [at_2x(a)], [at_1x(b)], [at_2x(b)], split)
+            for a, b in _members(d, claim)[1]]
+
+
+def read(df, budget=None):
+    """04's reading: one run's spans, and verdicts on Houlsby's Fig. 6 once the spans are scored on held-out
+    examples."""
+    lines, found = [], []
+    for task, d in df.groupby("task", sort=False):
+        full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
+        n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
+        _, value = _spans(d, split)
+        half = layers // 2
+        worst = min(range(layers), key=lambda i: value((i, i)))
+        lines += [f"**Layer removal, {task}** (one run, its spans scored on the {split} split, {n:,} examples; "
+                  f"sampling SE of one score {pts(math.sqrt(full * (1 - full) / n))} points; "
+                  f"{unconverged(d.head(1)).replace('runs', 'run')}):",
+                  f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value((0, half - 1)))}, "
+                  f"upper half ({half}–{layers - 1}) removed {pts(value((half, layers - 1)))}, all removed "
+                  f"{pts(value((0, layers - 1)))}; majority class {pts(base)}.",
+                  "- one layer removed, minus every adapter: " + ", ".join(
+                      f"layer {i} {pts(value((i, i)) - full, True)}" for i in range(layers))
+                  + f" points (at worst layer {worst}; no interval: the worst of {layers} is chosen by the data)."]
+        fields = dict(task=task, last_lower=half - 1)
+        if split == SELECTION:
+            lines.append(f"- its claims await held-out scoring: the spans are scored on the {split} split, where the "
+                         "run's best state was chosen, which judges no claim.")
+            found += [(c.says.format(**fields), stats.awaiting(c.hypothesis, c.paper, f"{c.split} scoring",
+                                                               "spans scored on validation only", c.margin, c.unit,
+                                                               c.paper_value, c.split))
+                      for c in CLAIMS]
+            continue
+        moves = {c: span_moves(d, c) for c in CLAIMS}
+        if any(moves.values()):
+            lines.append(f"- budget control (rule {stats.BUDGET_RULE_VERSION}): each claim's move at "
+                         f"{int(d['steps_2x'].iloc[0])} steps on the same examples, shown inside ±"
+                         f"{stats.MARGIN * 100:g} points (90% interval) or not: " + "; ".join(
+                             f"{c.a} vs {c.b} {_move_text(m)}" for c, m in moves.items()) + ".")
+        found += [judge(claim, *span_members(d, claim),
+                        held=bool(moves[claim]) and all(stats.budget_verdict(m) == stats.HOLDS for m in moves[claim]),
+                        **fields)
+                  for claim in CLAIMS]
+    return lines + verdict_lines(found), found
+
+
+def _move_text(moves):
+    """'+0.3 [-0.4, +1.0] holds' for one claim's moves (its worst member's interval when it has several)."""
+    verdicts = [stats.budget_verdict(m) for m in moves]
+    worst = max(moves, key=lambda m: max(abs(x) for x in m.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)))
+    low, high = worst.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)
+    label = next((v for v in (stats.MOVES, stats.UNDECIDED) if v in verdicts), stats.HOLDS)
+    return (f"{pts(worst.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
+            + (f" (the widest of {len(moves)})" if len(moves) > 1 else "") + f" **{label}**")
+
+
+# ----------------------------------------------------------------------------- study init
+
+def held_out_size(default, n_train):
+    """How many train examples 04 scores its claims on, unseen by its run: the default profile's held_out, as
+    far as the part of the train split its train_size leaves out holds them (0: none, the runs train on all)."""
+    return min(default.settings(NAME).held_out, max(0, n_train - default.train_size))
+
+
+def study(s, scale):
+    """What `study init` writes for 04: the default profile's settings `s` at the study's scale."""
+    keys = [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
+                                                 "are then removed span by span"),
+            ("train", scaled(s.train, scale.factor), "its steps, validated every eval_every steps"),
+            ("budget_control", [scale.task], CONTROL)]
+    held_out = held_out_size(scale.default, scale.n_train)
+    if held_out:
+        keys.append(("held_out", held_out, "its claims are judged on this many train examples its run never saw "
+                                           "(the heatmap stays on validation, where the run's best state was "
+                                           "chosen); leave out: the claims await held-out scoring"))
+    return keys
+
+
+FAMILY = register(Family(
+    NAME, "04_layer_removal", LayerRemoval, PROFILES, split=SPLIT, plan=plan,
+    control_entry=lambda c: c.task,  # a budget_control entry names a task
+    work=work, passes=span_units_once_trained, steps={"spans": score_spans},
+    columns=("task", "first_layer", "last_layer", "metric", "value"), build=build, read=read, claims=CLAIMS,
+    claims_table=HELD_OUT_TABLE,
+    figures={"layer_removal": F.Entry(figure, "layer_removal.csv",
+                                     {"layer_removal_heatmap": ["score"],
+                                      "layer_removal_heatmap_relative": ["change vs. no removal"]},
+                                     {"layer_removal_heatmap": None})},
+    filters={"task": "task"}, study=study))
