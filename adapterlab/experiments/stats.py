@@ -500,8 +500,10 @@ def _member_p(diff, claim, margin):
     return tost(diff, margin) if claim == "==" else directional(diff, claim)
 
 
-def _read(claim, members, level, margin, paper_value):
-    """(label, p, deciding member) of a pre-declared claim made of `members` at `level` (verdict's rules)."""
+def _read(claim, members, level, margin, paper_value, opposite=True):
+    """(label, p, deciding member) of a pre-declared claim made of `members` at `level` (verdict's rules);
+    without `opposite`, "inconclusive" wherever the declared test does not reject (holm tests the opposite
+    conclusions as hypotheses of their own)."""
     ps = [_member_p(d, claim, margin) for d in members]
     if any(math.isnan(p) for p in ps):
         return "inconclusive", math.nan, next(d for d, p in zip(members, ps) if math.isnan(p))
@@ -516,6 +518,8 @@ def _read(claim, members, level, margin, paper_value):
         if target > high:
             return SMALLER, p, decider
         return (LARGER if paper_value is not None and target < low else "reproduced"), p, decider
+    if not opposite:
+        return "inconclusive", p, decider
     # the opposite readings: some member's two-sided interval, Bonferroni over the members (a union)
     intervals = [sorted(sign * x for x in d.ci(1 - level / len(members))) for d in members]
     if claim == "==":
@@ -567,31 +571,117 @@ def awaiting(claim, paper, what, reason="", margin=MARGIN, unit="points", paper_
                    margin, unit, paper_value, split=split)
 
 
+def opposite_ps(claim, members, margin=MARGIN):
+    """(p of "not reproduced", p of "reversed") of a claim made of `members`: the tests of the conclusions
+    opposite to the paper's, each a hypothesis of its own in Holm's family (holm). They are read from the
+    two-sided interval, as every interval printed is: a p-value is twice the one-sided one, so that it is below a
+    level exactly when the two-sided interval at 1 - level excludes the null. Some member must show it (a union),
+    so each is the smallest member p times the number of members (Bonferroni).
+
+      ">" / "<"   not reproduced: H0 the difference on the claimed side is the margin or more;
+                  reversed: H0 it is zero or more (on the claimed side);
+      "=="        not reproduced: H0 the difference lies within +-margin, shown outside on either side; no
+                  "reversed" (NaN).
+    _read at the same level draws the same conclusions from the intervals. NaN without a noise estimate."""
+    if not all(d.known for d in members):
+        return math.nan, math.nan
+    k = len(members)
+    if claim == "==":
+        outside = [2 * min(dist.t.sf((d.estimate - margin) / d.se, d.df),
+                           dist.t.cdf((d.estimate + margin) / d.se, d.df)) for d in members]
+        return float(min(1.0, k * min(outside))), math.nan
+    sign = -1 if claim == "<" else 1
+    below = [2 * dist.t.cdf((sign * d.estimate - margin) / d.se, d.df) for d in members]
+    other_side = [2 * dist.t.cdf(sign * d.estimate / d.se, d.df) for d in members]
+    return float(min(1.0, k * min(below))), float(min(1.0, k * min(other_side)))
+
+
+def holm_levels(ps, alpha=ALPHA):
+    """(adjusted p, level) of each p-value under Holm's step-down procedure (Holm 1979): the k-th smallest is
+    compared with alpha / (m - k + 1), and once one fails every larger one fails too; each is read at its own
+    level, alpha / (m - k + 1), lowered to alpha x p / adjusted p where a smaller p-value's failure holds it back
+    (so that it rejects exactly when its adjusted p is below alpha). NaN (no test) counts in m and rejects
+    nothing."""
+    adjusted, shares = conclusions_adjusted(ps, {})
+    return adjusted, [_level(p, a, s, alpha) for p, a, s in zip(ps, adjusted, shares)]
+
+
+def conclusions_adjusted(ps, follows):
+    """Adjusted p-values of a family of hypotheses tested by Holm's procedure, where some hypotheses start with
+    no share of the level and follow another: follows = {j: i} tests j once i is rejected, at the level i was
+    rejected at (a graphical procedure, Bretz et al. 2009: the edge i -> j carries all of i's level; j, once
+    rejected, passes it on equally to the hypotheses still open, as Holm's do). "Reversed" follows "not
+    reproduced": it is tested only where the difference is shown on the other side of the margin, so it costs
+    the paper's conclusions nothing. Without followers this is Holm's step-down procedure. Returns (adjusted
+    p-values, shares): the adjusted p of a hypothesis is the smallest family-wise level at which it is rejected
+    (1 when it never can be; NaN for a hypothesis without a test, which still counts in the family), its share
+    the fraction of that level it is tested with at its step (Holm's 1 / (m - k + 1))."""
+    m = len(ps)
+    led = set(follows)
+    open_ = [i for i in range(m) if i not in led]  # equal shares of what no follower holds
+    held, adjusted, worst = {}, [math.nan] * m, 0.0  # held: follower -> its share, once its leader fell
+    shares = [math.nan] * m
+    while open_ or held:
+        share = (1.0 - sum(held.values())) / len(open_) if open_ else 0.0
+        candidates = [(ps[i] / share, i) for i in open_ if share > 0 and not math.isnan(ps[i])]
+        candidates += [(ps[j] / w, j) for j, w in held.items() if w > 0 and not math.isnan(ps[j])]
+        if not candidates:
+            break
+        ratio, i = min(candidates)
+        worst = max(worst, ratio)
+        adjusted[i], shares[i] = min(1.0, worst), held.get(i, share)
+        if i in held:
+            del held[i]
+        else:
+            open_.remove(i)
+            for j, leader in follows.items():
+                if leader == i:
+                    held[j] = share
+    return [a if not math.isnan(a) or math.isnan(p) else 1.0 for a, p in zip(adjusted, ps)], shares
+
+
+def _level(p, adjusted, share, alpha=ALPHA):
+    """The level a hypothesis is read at: its share of alpha, lowered to alpha x p / adjusted p where an earlier
+    failure holds it back (so that it rejects exactly when its adjusted p is below alpha)."""
+    if math.isnan(adjusted) or math.isnan(share):
+        return math.nan
+    return min(alpha * share, alpha * p / adjusted if adjusted > 0 else alpha)
+
+
 def holm(verdicts, alpha=ALPHA):
-    """The verdicts after Holm's step-down correction over all of them (Holm 1979): the k-th smallest p-value is
-    compared with alpha / (m - k + 1), and once one fails every larger one fails too. Each claim is read again at
-    its own level, alpha / (m - k + 1), lowered to alpha x p / holm_p where a smaller p-value's failure holds it
-    back (so that its test rejects exactly when its adjusted p-value holm_p is below alpha): its own test and
-    its two-sided intervals alike. Claims without a p-value (no noise estimate, awaiting data) count in m and
-    keep their label; checks are not hypotheses and must not be passed in."""
+    """The verdicts after Holm's correction over every conclusion they can draw (verdict rules 4): each claim's
+    declared test (the paper's conclusion), and the tests of the opposite conclusions (opposite_ps: "not
+    reproduced", and "reversed" for a direction) are one family, so the chance of any false conclusion, the
+    paper's or the opposite, is at most alpha. A claim reads "reproduced" (or a direction with a smaller or
+    larger effect, its interval at its level) when its declared test rejects at its Holm level; else "reversed"
+    or "not reproduced" when that test rejects at its own level; else "inconclusive". holm_p and level are the
+    declared test's. Claims without a p-value (no noise estimate, awaiting data) count in the family with their
+    hypotheses and keep their label; checks are not hypotheses and must not be passed in."""
     verdicts = list(verdicts)
     if any(v.check for v in verdicts):
         raise ValueError("holm() corrects tested claims only; report exact checks apart (Verdict.check)")
+    opposite = [opposite_ps(v.claim, v.members, v.margin) if v.members else (math.nan, math.nan)
+                for v in verdicts]
     m = len(verdicts)
-    order = sorted(range(m), key=lambda i: (math.isnan(verdicts[i].p), verdicts[i].p))
-    adjusted, levels, running = [math.nan] * m, [math.nan] * m, 0.0
-    for rank, i in enumerate(order):
-        p = verdicts[i].p
-        running = max(running, min(1.0, (m - rank) * p)) if not math.isnan(p) else math.nan
-        adjusted[i] = running
-        levels[i] = min(alpha / (m - rank), alpha * p / running if running > 0 else alpha)
+    ps = [v.p for v in verdicts] + [nr for nr, _ in opposite]
+    directional_claims = [i for i, v in enumerate(verdicts) if v.claim != "=="]
+    ps += [opposite[i][1] for i in directional_claims]
+    reversed_at = dict(zip(directional_claims, range(2 * m, len(ps))))
+    adjusted, shares = conclusions_adjusted(ps, {r: m + i for i, r in reversed_at.items()})  # "reversed" follows
+    levels = [_level(p, a, s, alpha) for p, a, s in zip(ps, adjusted, shares)]
     out = []
-    for v, p_adj, level in zip(verdicts, adjusted, levels):
-        if math.isnan(p_adj) or not v.members:
-            out.append(replace(v, holm_p=p_adj))
+    for i, v in enumerate(verdicts):
+        if math.isnan(adjusted[i]) or not v.members:
+            out.append(replace(v, holm_p=adjusted[i]))
             continue
-        label, _, decider = _read(v.claim, v.members, level, v.margin, v.paper_value)
-        out.append(replace(v, label=label, diff=decider, level=level, holm_p=p_adj))
+        label, _, decider = _read(v.claim, v.members, levels[i], v.margin, v.paper_value, opposite=False)
+        if label == "inconclusive":
+            r = reversed_at.get(i)
+            if r is not None and adjusted[r] < alpha:
+                label = "reversed"
+            elif adjusted[m + i] < alpha:
+                label = "not reproduced"
+        out.append(replace(v, label=label, diff=decider, level=levels[i], holm_p=adjusted[i]))
     return out
 
 

@@ -14,11 +14,15 @@ is judged on it; "test" is the held-out test split every run is scored on, and "
 was made on (layer removal: its spans are scored on the train examples the run's seeded subset left out,
 tasks.unused).
 """
+import datetime
 import math
 from dataclasses import dataclass
 
 from ..experiments import stats
 
+# When the hypotheses were first fixed, in one registry (report/claims.py, commit 75f2717): some of the records
+# they judge are older (docs/protocol.md says which); FINDINGS.md counts them (document.declared_line)
+DECLARED_AT = datetime.datetime(2026, 12, 4, 21, 29, 39, tzinfo=datetime.timezone.utc)
 TEST, HELD_OUT = "test", "held-out"
 SELECTION = "validation"  # where each run's best state and learning rate are chosen: it judges no claim
 PER_RUN = "per training run"  # a cost measured while training (peak memory, seconds per epoch)

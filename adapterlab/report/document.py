@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..experiments import families, profiles, stats
+from . import claims
 from ..training import files
 from ..training import tasks as task_registry
 from . import provenance
@@ -146,6 +147,27 @@ def table(profile, family, root=None):
     return families.get(family).build(profiles.resolve(profile), stored, root).table if stored else None
 
 
+def declared_line(profile, root=None):
+    """One sentence: when the hypotheses were fixed (claims.DECLARED_AT) against the records their claims read,
+    notebook by notebook: how many of each one's stored records (its runs and scoring passes) predate them."""
+    before, total = {}, {}
+    for family in families.registered():
+        times = provenance.created(profile, family, root) if family.claims else []
+        if times:
+            before[family.number] = sum(when < claims.DECLARED_AT for when in times)
+            total[family.number] = len(times)
+    when = f"{claims.DECLARED_AT:%Y-%m-%d %H:%M} UTC"
+    if not total:
+        return ""
+    if not any(before.values()):
+        return (f"The hypotheses were fixed on {when}, before every record here ("
+                + ", ".join(f"{k} {n}" for k, n in total.items()) + " records).")
+    return (f"The hypotheses were first fixed on {when}, after part of the data; of each notebook's stored records "
+            f"(runs and scoring passes), these predate them: "
+            + ", ".join(f"{k} {before[k]} of {n}" for k, n in total.items())
+            + " (docs/protocol.md says which).")
+
+
 def tally(rows):
     """'28 tested claims, after Holm's correction over all of them: 2 reproduced, ...; 3 exact checks: ...' of
     [(notebook, claim, Verdict)]: the headline counts the corrected verdicts, and the checks apart."""
@@ -167,12 +189,14 @@ def report(profile="default", root=None):
     out, rows = readings(profile, root)
     if rows:
         out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}; each hypothesis, "
-                f"its split and its members declared before the data in adapterlab.report.claims; margin "
-                f"±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats). A claim's own test "
-                f"gives the p-value Holm's correction adjusts; \"reversed\" and \"not reproduced\" are read from the "
-                f"two-sided interval at the same level; with several members, every member must hold (the largest "
-                f"p-value decides) and the opposite readings divide the level among the members (Bonferroni):", "",
-                *claims_table(rows), ""]
+                f"its split and its members declared in its family's module, adapterlab/families/; margin "
+                f"±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats). "
+                f"{declared_line(profile, root)} Holm's correction runs over every conclusion a claim can draw: its "
+                f"own declared test (the paper's conclusion) and the tests of the opposite ones, \"not reproduced\" "
+                f"and, tested only once that one is shown, \"reversed\" (both read from the two-sided interval); so "
+                f"the chance of any false conclusion, the paper's or the opposite, is at most 5%. With several "
+                f"members, every member must hold (the largest p-value decides) and the opposite conclusions divide "
+                f"their level among the members (Bonferroni):", "", *claims_table(rows), ""]
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
                     "", *checks_table(rows), ""]

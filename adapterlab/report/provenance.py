@@ -28,6 +28,22 @@ def stored_work(profile, family, root=None):
     return [r for unit, r in found if unit.family == name], [r for unit, r in found if unit.family != name]
 
 
+def created(profile, family, root=None):
+    """When each stored record of a family's current plan was made (its store entry's `created`), the scoring
+    its plan adds included (04's span scores, which its claims read): datetimes, in plan order."""
+    from ..experiments import planning, running  # torch and the models: only when asked
+    from ..experiments.results import ResultStore, config_key, parse_time
+    name = families.get(family).name
+    if not ResultStore(profiles.results_dir(profile, root)).path(name).is_file():
+        return []
+    store = running.store_of(profile, root=root)
+    units = planning.work(profile, family, store)
+    made = {(e["family"], e["key"]): e.get("created") for name in {u.family for u in units}
+            for e in store.records(name)}  # an entry's key is the hash of the unit's key (config_key)
+    return [parse_time(when, "created") for u in units
+            if (when := made.get((u.family, config_key(u.key)))) is not None]
+
+
 def stored_runs(profile, family, root=None):
     """The stored records of the family's current plan (the lesson's: its notebook's default runs) in
     the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
