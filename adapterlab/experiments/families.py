@@ -117,8 +117,9 @@ def get(token):
     for family in registered():
         if family.number == number:
             return family
-    choices = ", ".join(f"{f.number} ({f.name})" for f in registered())
-    raise ValueError(f"no experiment {token!r}; choose among {choices}")
+    names = ", ".join(f.name for f in registered())
+    numbers = ", ".join(f.number for f in registered())
+    raise ValueError(f"unknown family {token!r}; choose one of {names} (or its notebook's number: {numbers})")
 
 
 def family_of(token):

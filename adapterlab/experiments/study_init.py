@@ -219,7 +219,8 @@ def estimate(profile, summary, timing):
     configs = [c for family in study_families() for c in full_plan(profile, family)]
     passes = scoring_passes(profile)
     if passes and timing.span_seconds is None:
-        raise ValueError("the estimate needs the seconds of a scoring pass: time them with time_scoring")
+        numbers = " and ".join(f"{f.number}'s" for f in study_families() if f.passes)
+        raise ValueError(f"the estimate needs the seconds of {numbers} scoring passes: time them with time_scoring")
     scoring = sum(scored_examples(u, summary.sizes) * timing.span_seconds for u in passes)
     return sum(timing.run_seconds(c, summary.sizes, profile.eval_size) for c in configs) + scoring, len(configs), \
         len(passes)

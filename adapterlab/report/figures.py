@@ -255,8 +255,11 @@ def entry(name):
     found = registered()
     if name in found:
         return found[name]
-    family = families.get(name)
-    if len(family.figures) == 1:
+    try:
+        family = families.get(name)
+    except ValueError:
+        family = None
+    if family is not None and len(family.figures) == 1:
         return family, next(iter(family.figures.values()))
     raise ValueError(f"no figure {name!r}; choose one of {', '.join(found)}")
 

@@ -293,7 +293,7 @@ def test_spans_of_a_run_whose_adapter_is_lost_train_that_run_again_first(tmp_pat
 
 
 def test_get_names_the_families_for_an_unknown_one():
-    with pytest.raises(ValueError, match="unknown family 'layer_removel'; choose one of layer_removal, init_scale"):
+    with pytest.raises(ValueError, match="unknown family 'layer_removel'; choose one of teaching, layer_removal, init_scale"):
         tables.get("layer_removel", "smoke")
 
 

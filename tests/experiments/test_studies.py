@@ -402,7 +402,7 @@ def test_study_init_counts_04s_scoring_at_the_seconds_per_example_it_measured(tm
     # held out: the scored run's spans and its budget control's, 50 examples each, beside validation's
     assert si.estimate(held, summary, TIMING)[0] - si.estimate(held, summary, replace(TIMING, span_seconds=0.0))[0] \
         == pytest.approx((summary.sizes["validation"] + 2 * 50) * TIMING.span_seconds)
-    with pytest.raises(ValueError, match="seconds of 04's span scoring"):
+    with pytest.raises(ValueError, match="seconds of 04's scoring passes"):
         si.estimate(p, summary, replace(TIMING, span_seconds=None))
 
 
