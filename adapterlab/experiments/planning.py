@@ -37,8 +37,8 @@ GLUE_TRAIN_SIZES = {"glue/cola": 7696, "glue/sst2": 65349, "glue/mrpc": 3301, "g
                     "glue/rte": 2241}
 
 # Bump when a change alters what an already-stored run would compute (where adapters sit, how they
-# start, how training runs), so that old records stop matching instead of being reused silently.
-# 2: BERT adapters after the sublayer's dropout; the authors' PHM init; convergence-recording training loop
+# start, how training runs), so that old records stop matching instead of being reused silently (docs/protocol.md
+# says what each version changed).
 CODE_VERSION = 2
 
 

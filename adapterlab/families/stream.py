@@ -71,7 +71,7 @@ NAME = "stream"
 LEARNERS = ("sequential", "adapters", "copies")
 FILES = "stream_files"  # the store's folder of the steps' weights (work.folder), not committed
 # Bump when a change alters what a stored step computes, so old records stop matching.
-STREAM_VERSION = 2  # 2: every training step records its convergence verdict
+STREAM_VERSION = 2  # docs/protocol.md says what each version changed
 
 
 # ----------------------------------------------------------------------------- settings
