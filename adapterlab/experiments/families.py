@@ -118,8 +118,8 @@ def get(token):
         if family.number == number:
             return family
     names = ", ".join(f.name for f in registered())
-    numbers = ", ".join(f.number for f in registered())
-    raise ValueError(f"unknown family {token!r}; choose one of {names} (or its notebook's number: {numbers})")
+    numbers = ", ".join(f"{f.number} ({f.name})" for f in registered())
+    raise ValueError(f"unknown family {token!r}; choose one of {names}, or a notebook's number: {numbers}")
 
 
 def family_of(token):
