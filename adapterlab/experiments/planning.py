@@ -201,7 +201,8 @@ def unplanned_claims(profile, family):
 
 
 def budget_controls(profile, family, chosen=None):
-    """[(run, its budget control)] for a family: each `budget_control` entry's runs, one per seed, at the rate
+    """[(run, its budget control)] for a family: each `budget_control` entry's runs, one per seed (of
+    budget_control_seeds, when given), at the rate
     they train with (the chosen one for a grid; left out until that choice is made), and each run at
     budget_factor x the steps. plan() appends the controls, so whoever trains a plan trains them."""
     p, family = profiles_module.resolve(profile), families.get(family)
@@ -218,7 +219,8 @@ def budget_controls(profile, family, chosen=None):
                              f"entries name runs as {family.name}'s plan does (its Family.control_entry)")
         if len({c.train.lr for c in runs}) > 1:  # grid trials: the one at the chosen rate, once chosen
             runs = [c for c in runs if chosen.get(grid_id(c)) == c.train.lr]
-        one_per_seed = {c.train.seed: c for c in reversed(runs)}  # the first run of each seed
+        one_per_seed = {c.train.seed: c for c in reversed(runs)  # the first run of each seed
+                        if s.budget_control_seeds is None or c.train.seed in s.budget_control_seeds}
         pairs += [(run, longer(run, s.budget_factor)) for _, run in sorted(one_per_seed.items())]
     return pairs
 

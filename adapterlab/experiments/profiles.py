@@ -54,6 +54,7 @@ class Common:
     # first entry is the reference arm of the claims the others stand for (stats.claim_move)
     budget_control: tuple = ()
     budget_factor: int = 2
+    budget_control_seeds: tuple | None = None  # the seeds whose entries are controlled (None: every seed)
     keep_adapter: bool = False  # save each run's trained adapter beside its record (04 ablates it)
 
     def keeps_adapter(self, config):

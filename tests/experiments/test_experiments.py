@@ -628,10 +628,12 @@ def test_a_budget_control_is_its_run_at_twice_the_steps_with_as_many_validations
     s = profiles.get("default").settings(family)
     entries = list(s.budget_control)
     assert {str(families.get(family).control_entry(base)) for base, _ in pairs} == set(map(str, entries))
-    for entry in entries:  # every seed of the entry's runs trains a control, once
+    for entry in entries:  # every seed of the entry's runs (of budget_control_seeds, when given) trains a control, once
         seeds = [base.train.seed for base, _ in pairs if families.get(family).control_entry(base) == entry]
         assert seeds == sorted(set(seeds)) and set(seeds) == {c.train.seed for c in complete[:-len(pairs)]
-                                                             if families.get(family).control_entry(c) == entry}
+                                                             if families.get(family).control_entry(c) == entry
+                                                             and (s.budget_control_seeds is None
+                                                                  or c.train.seed in s.budget_control_seeds)}
     for base, control in pairs:
         assert base in complete
         assert control.train.max_steps == 2 * base.train.max_steps
@@ -639,6 +641,21 @@ def test_a_budget_control_is_its_run_at_twice_the_steps_with_as_many_validations
         assert replace(control, train=base.train) == base  # nothing else changes
         if family == "param_performance":  # at the rate the grid chose (07's grid runs at another size)
             assert base.train.lr == chosen[planning.grid_id(base)]
+
+
+def test_flat_seeds_train_only_the_flat_claims_stds_and_controls_keep_to_their_seeds():
+    """05's flat_seeds add seeds to the stds of "flat" (≤ 1e-2) alone; budget_control_seeds keeps the
+    controls to the seeds named, so more seeds for power add no control."""
+    p = profiles.get("default")
+    s = replace(p.init_scale, seeds=(0, 1), flat_seeds=(7,), budget_control=(1e-7, 1.0))
+    runs = families.get("init_scale").plan(replace(p, init_scale=s), {})
+    assert {(c.method_args["init_std"], c.train.seed) for c in runs} == \
+        {(std, seed) for std in s.stds for seed in ((0, 1, 7) if std <= 1e-2 else (0, 1))}
+    every = planning.budget_controls(replace(p, init_scale=s), "init_scale")
+    kept = planning.budget_controls(replace(p, init_scale=replace(s, budget_control_seeds=(0, 1))), "init_scale")
+    assert sorted((b.method_args["init_std"], b.train.seed) for b, _ in every) == [(1e-7, 0), (1e-7, 1), (1e-7, 7),
+                                                                                (1.0, 0), (1.0, 1)]
+    assert sorted((b.method_args["init_std"], b.train.seed) for b, _ in kept) == [(1e-7, 0), (1e-7, 1), (1.0, 0), (1.0, 1)]
 
 
 def test_budget_controls_wait_for_the_learning_rate_choice():
