@@ -84,17 +84,21 @@ def grid_id(config):
     return config_key(d)
 
 
+def grid_means(records):
+    """{grid id: {learning rate: mean validation score over the trial seeds present}} of the trial records
+    of learning-rate grids: what choose_lrs compares, and what a reading discloses of a choice."""
+    by_grid = {}
+    for r in records:
+        by_grid.setdefault(grid_id(r["config"]), {}).setdefault(r["config"]["train"]["lr"], []).append(r["validation"])
+    return {gid: {lr: sum(scores) / len(scores) for lr, scores in rates.items()} for gid, rates in by_grid.items()}
+
+
 def choose_lrs(records):
     """{grid id: learning rate} from the trial records of learning-rate grids (the stage-1 runs of a plan;
     records of other runs form grids of one rate, which plan() never looks up). Per grid, the rate with the
-    best mean validation score over the trial seeds present; on a tie the smaller rate. Pass complete
-    grids: a grid missing a trial would be chosen from the others (plan_from leaves such grids out)."""
-    by_grid = {}
-    for r in records:
-        train = r["config"]["train"]
-        by_grid.setdefault(grid_id(r["config"]), {}).setdefault(train["lr"], []).append(r["validation"])
-    return {gid: max(rates, key=lambda lr: (sum(rates[lr]) / len(rates[lr]), -lr))
-            for gid, rates in by_grid.items()}
+    best mean validation score over the trial seeds present (grid_means); on a tie the smaller rate. Pass
+    complete grids: a grid missing a trial would be chosen from the others (plan_from leaves such grids out)."""
+    return {gid: max(means, key=lambda lr: (means[lr], -lr)) for gid, means in grid_means(records).items()}
 
 
 def chosen_from(profile, family, lookup):

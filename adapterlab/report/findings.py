@@ -77,13 +77,68 @@ def ci_text(diff):
     return f"{pts(diff.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
 
 
-def chosen_text(lr, grid):
-    """'(chosen on validation from 0.001 0.003)', flagged when the choice is an end of the grid: the grid then
-    does not bracket the best rate, which may lie beyond it (a wider grid is a new protocol, not a relabelling)."""
+# A learning rate chosen on validation by fewer validation examples than this is flagged a near-tie in the
+# readings: a choice that a handful of examples decide could go the other way on another validation draw, and a
+# claim then rests on a rate that may be the best by chance. A disclosure, not a test: it moves no choice and no
+# verdict.
+NEAR_TIE_EXAMPLES = 5
+
+
+def chosen_text(lr, grid, means=None, examples=None, seeds=1):
+    """'(chosen on validation from 0.001 0.003 0.01; ahead of 0.001 by 0.6 points, 8 of 1,442 validation examples)':
+    the grid (space-separated rates), the choice's margin over the next best rate when the grid's mean
+    validation scores (`means`, space-separated in the grid's order: tables.grid_columns) are given
+    (choice_margin), and a flag when the choice is an end of the grid: the grid then does not bracket the best
+    rate, which may lie beyond it (a wider grid is a new protocol, not a relabelling)."""
     end = end_of_grid(lr, grid)
     beyond = {"lowest": "lower", "highest": "higher"}.get(end)
-    return f" (chosen on validation from {grid}" + (f"; the grid's {end}: a {beyond} rate was not tried)" if end
-                                                   else ")")
+    margin = choice_margin(lr, grid, means, examples, seeds) if isinstance(means, str) and means else ""
+    return f" (chosen on validation from {grid}" + margin + (f"; the grid's {end}: a {beyond} rate was not tried)"
+                                                             if end else ")")
+
+
+def choice_margin(lr, grid, means, examples=None, seeds=1):
+    """'; ahead of 0.001 by 0.6 points, 8 of 1,442 validation examples', the margin of the chosen rate's mean
+    validation score over the next best rate's in its grid: in points, and, given the number of validation
+    examples each run scores (an accuracy's denominator), in examples: the margin times that number. When the
+    choice averages several seeds that is the margin of the mean: how many more examples the chosen rate got
+    right per seed, on average (a multiple of 1/seeds). Fewer than NEAR_TIE_EXAMPLES is flagged a near-tie, none
+    a tie, with the rule that broke it (planning.choose_lrs: the smaller rate). "" for a grid of one rate."""
+    scores = dict(zip(grid.split(), (float(m) for m in means.split())))
+    chosen = f"{lr:g}"
+    others = {rate: score for rate, score in scores.items() if rate != chosen}
+    if chosen not in scores or not others:
+        return ""
+    margin = scores[chosen] - max(others.values())
+    nearest = [rate for rate, score in others.items() if score == max(others.values())]
+    mean = f" in the mean of {seeds} seeds" if seeds > 1 else ""
+    if examples is None:
+        return f"; ahead of {' and '.join(nearest)} by {pts(margin)} points{mean}"
+    # scores are counts over `examples`, averaged over seeds: a real margin is at least 1/seeds of an example, so
+    # rounding away float error (~1e-13 examples) cannot merge two different counts
+    apart = round(margin * examples, 6)
+    if apart == 0:
+        broken = ("the tie-break takes the smaller rate" if all(lr < float(r) for r in nearest) else
+                  "taken on the means' float rounding, not by the tie-break (the smaller rate)")
+        return f"; a tie with {' and '.join(nearest)}{mean}, 0 of {examples:,} validation examples apart: {broken}"
+    near = (f": a near-tie, fewer than {NEAR_TIE_EXAMPLES} examples, that another validation draw could reverse"
+            if apart < NEAR_TIE_EXAMPLES else "")
+    return (f"; ahead of {' and '.join(nearest)} by {pts(margin)} points, {apart:.3g} of {examples:,} validation "
+            f"examples{mean}{near}")
+
+
+def choice_text(rows):
+    """chosen_text of one setting's rows of a family's table (their lr, lr_grid and, where the table carries them,
+    lr_grid_validation, lr_grid_seeds, validation_examples, metric); "" without a grid. The margin is counted in
+    examples only for accuracy, whose score is a count of examples over validation_examples (the same
+    validation split every run of the grid scores)."""
+    first = rows.iloc[0]
+    if not (isinstance(first.get("lr_grid"), str) and first["lr_grid"]) or "lr" not in rows:
+        return ""
+    accuracy = first.get("metric") == "accuracy" and pd.notna(first.get("validation_examples"))
+    return chosen_text(first["lr"], first["lr_grid"], first.get("lr_grid_validation"),
+                       int(first["validation_examples"]) if accuracy else None,
+                       int(first["lr_grid_seeds"]) if pd.notna(first.get("lr_grid_seeds")) else 1)
 
 
 # ----------------------------------------------------------------------------- convergence

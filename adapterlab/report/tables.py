@@ -81,6 +81,22 @@ def example_bits(record):
                 validation_correct=best.get("correct"), validation_examples=best.get("examples"))
 
 
+def grid_columns(trials):
+    """What a reading needs to disclose a learning-rate choice (findings.choice_text), from the trial records of
+    one grid: lr_grid (the rates tried, space-separated, in trial order; "" without a grid), lr_grid_validation
+    (each rate's mean validation score over the trial seeds, planning.grid_means: the means the choice compared,
+    in lr_grid's order, at full precision so that a one-example margin survives the CSV) and lr_grid_seeds (the
+    seeds each mean averages)."""
+    grids = planning.grid_means(trials)
+    if len(grids) > 1:
+        raise ValueError(f"grid_columns takes the trials of one grid, not of {len(grids)}; group them by "
+                         "planning.grid_id first")
+    means = next(iter(grids.values()), {})
+    return dict(lr_grid=" ".join(f"{lr:g}" for lr in means),
+                lr_grid_validation=" ".join(str(float(v)) for v in means.values()),
+                lr_grid_seeds=len({r["config"]["train"]["seed"] for r in trials}))
+
+
 def tidy_frame(rows, family, grid=False):
     """Rows as a family's table (a families.Family): its contract columns, run columns, extras, then
     LAST_COLUMNS; as a learning-rate grid table (`grid`): its own columns, then LAST_COLUMNS. split: the
