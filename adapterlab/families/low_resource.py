@@ -12,10 +12,10 @@ import numpy as np
 from ..experiments import planning, rules
 from ..experiments.families import Family, register
 from ..experiments.study_init import CONTROL
-from ..report.tables import FamilyResult, config_of, epochs_run, group_by, method_of, run_columns, tidy_frame
+from ..report.tables import FamilyResult, config_of, epochs_run, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, View, check_columns, key_style, majority_line, noise_text, per_task, seed_series
 from ..experiments.planning import GLUE_TRAIN_SIZES, config_for, grid_id, method_lr
-from ..report.findings import at_grid_end, budget_rows, by_seed, chosen_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
+from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
 from ..report.labels import method_label
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common, resolve
 from ..report import figures as F
@@ -144,7 +144,8 @@ def build(profile, records, root=None):
     """Compacter Fig. 4: methods trained on nested seeded subsets of growing size. One row per (task, method, train_size, seed) at the method's rate (chosen on validation when the
     profile gives it a grid). Columns: task, method, train_size, seed, metric, value (test metric of the
     state that was best on the periodic validations), the RUN_COLUMNS (baseline: majority class on test),
-    then validation, label, lr_grid (the rates tried, space-separated; empty without a grid), epochs
+    then validation, label, lr_grid, lr_grid_validation, lr_grid_seeds (the rates tried, space-separated,
+    and what their choice compared: tables.grid_columns; empty without a grid), epochs
     (passes over the subset: epochs_run), examples_seen, evaluations (validations during training),
     best_step (the step of the state kept), train_seconds, backbone. Subsets are nested: with the same
     seed, the 100 examples are among the 500, and so on. grid: the grid runs with their choice."""
@@ -155,7 +156,7 @@ def build(profile, records, root=None):
         trials = [r for r in runs if s.lr_grid.get(name) and config_of(r).train_size == s.lr_choice_size
                   and r["config"]["train"]["seed"] in s.choice_seeds()]
         chosen = choices[planning.grid_id(runs[0]["config"])]  # the first run is stage 1's: a trial, or the one rate
-        lr_grid = " ".join(dict.fromkeys(f"{r['config']['train']['lr']:g}" for r in trials))
+        grid = grid_columns(trials)
         grid_rows += [dict(task=task, method=name, train_size=config_of(r).train_size, validation=r["validation"],
                            value=r["test"], **run_columns(r), chosen=r["config"]["train"]["lr"] == chosen)
                       for r in trials]
@@ -166,7 +167,7 @@ def build(profile, records, root=None):
             best = max(r["curve"], key=lambda point: point["validation"])  # train keeps the first best
             rows.append(dict(task=task, method=name, train_size=c.train_size, metric=r["metric"],
                              value=r["test"], **run_columns(r), baseline=r["majority"], validation=r["validation"],
-                             label=method_label(method_of(c)), lr_grid=lr_grid, epochs=epochs_run(r),
+                             label=method_label(method_of(c)), **grid, epochs=epochs_run(r),
                              examples_seen=round(r["examples_per_second"] * r["train_seconds"]),
                              evaluations=len(r["curve"]), best_step=best["step"], train_seconds=r["train_seconds"],
                              backbone=r["backbone"]))
@@ -222,9 +223,7 @@ def read(df, budget=None):
                      f"subset, so differences are paired by seed; {unconverged(d)}; majority class "
                      f"{pts(d['baseline'].iloc[0])}):")
         if "lr" in d:
-            rates = ", ".join(f"{m} {'/'.join(f'{lr:g}' for lr in g['lr'].unique())}"
-                              + (chosen_text(g["lr"].iloc[0], g["lr_grid"].iloc[0])
-                                 if "lr_grid" in g and isinstance(g["lr_grid"].iloc[0], str) else "")
+            rates = ", ".join(f"{m} {'/'.join(f'{lr:g}' for lr in g['lr'].unique())}" + choice_text(g)
                               for m, g in d.groupby("method", sort=False))
             lines.append(f"- learning rates: {rates}.")
         own = controls(budget_rows(budget, task))

@@ -15,10 +15,10 @@ from ..experiments import planning, stats
 from ..methods.config import method
 from ..experiments.families import Family, register
 from ..experiments.study_init import CONTROL, scaled
-from ..report.tables import FamilyResult, config_of, group_by, method_of, run_columns, tidy_frame
+from ..report.tables import FamilyResult, config_of, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, LINE_ORDER, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
 from ..report.labels import SCALE, legend_label, method_label, method_line, method_size, variant
-from ..report.findings import at_grid_end, budget_rows, by_seed, chosen_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
+from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
 from ..experiments.planning import config_for, grid_id, method_lr, task_epochs
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common
 from ..report import figures as F
@@ -174,12 +174,12 @@ def build(profile, records, root=None):
     chosen on validation from its grid (first seed), then trained with every seed at that rate.
     One row per (task, method settings, seed) at the chosen rate. Columns: task, method, size, trainable,
     percent, metric, value (test metric of the best-on-validation state), train_seconds, peak_memory_mb,
-    the RUN_COLUMNS (lr: the chosen rate; baseline: majority class on test), lr_grid (the rates tried,
-    space-separated), then: family (the method's plot line, labels.method_line of labels.variant: "adapters"
-    for houlsby, "prompt-tuning-R" / "-T" for prompt tuning),
-    label (labels.method_label: "houlsby m=64"), validation, bottleneck, n, k, epochs_run,
-    seconds_per_epoch, examples_per_second, backbone, value_minus_full (value minus full fine-tuning's on
-    the same task and seed; NaN without a full run).
+    the RUN_COLUMNS (lr: the chosen rate; baseline: majority class on test), lr_grid, lr_grid_validation,
+    lr_grid_seeds (the rates tried, space-separated, and what their choice compared: tables.grid_columns),
+    then: family (the method's plot line, labels.method_line of labels.variant: "adapters" for houlsby,
+    "prompt-tuning-R" / "-T" for prompt tuning), label (labels.method_label: "houlsby m=64"), validation,
+    bottleneck, n, k, epochs_run, seconds_per_epoch, examples_per_second, backbone, value_minus_full (value
+    minus full fine-tuning's on the same task and seed; NaN without a full run).
 
     `size` (labels.method_size): top-k -> k; phm -> n; the other adapter methods -> the bottleneck m;
     full/layernorm/bitfit -> NaN. peak_memory_mb is CUDA's max allocated on a GPU, the process RSS on
@@ -190,11 +190,11 @@ def build(profile, records, root=None):
         first_seed = runs[0]["config"]["train"]["seed"]
         trials = [r for r in runs if r["config"]["train"]["seed"] == first_seed]
         chosen = choices[entry]
-        lr_grid = " ".join(f"{r['config']['train']['lr']:g}" for r in trials)
+        grid = grid_columns(trials)
         grid_rows += [dict(task=r["task"], label=method_label(method_of(config_of(r))), method=r["method"],
                            validation=r["validation"], value=r["test"], **run_columns(r),
                            chosen=r["config"]["train"]["lr"] == chosen) for r in trials]
-        rows += [table_row(r, lr_grid) for r in runs if r["config"]["train"]["lr"] == chosen]
+        rows += [table_row(r, grid) for r in runs if r["config"]["train"]["lr"] == chosen]
     frame = pd.DataFrame(rows)
     if len(frame):
         full = frame[frame["method"] == "full"].groupby(["task", "seed"])["value"].mean()
@@ -205,14 +205,14 @@ def build(profile, records, root=None):
                         extra={"param_performance_table": efficiency_table(table)} if len(table) else {})
 
 
-def table_row(r, lr_grid):
+def table_row(r, grid):
     c = config_of(r)
     m = method_of(c)
     epochs = r["steps"] * c.train.batch_size / r["train_examples"]
     return dict(
         task=r["task"], method=r["method"], size=method_size(m), trainable=r["trainable"], percent=r["percent"],
         metric=r["metric"], value=r["test"], train_seconds=r["train_seconds"],
-        peak_memory_mb=r["peak_memory_mb"], **run_columns(r), baseline=r["majority"], lr_grid=lr_grid,
+        peak_memory_mb=r["peak_memory_mb"], **run_columns(r), baseline=r["majority"], **grid,
         family=method_line(variant(m)), label=method_label(m), validation=r["validation"],
         bottleneck=m.bottleneck if m.has_adapters else None, n=m.n if m.projection == "phm" and m.has_adapters
         else None, k=m.k if m.trains == "top-k" else None, epochs_run=epochs,
@@ -427,9 +427,7 @@ def read(df, budget=None):
         lines.append(f"**Parameters vs performance, {task}** (test accuracy, {seeds_text(d)} seed(s), {unconverged(d)}; "
                      f"majority class {pts(d['baseline'].iloc[0])}):")
         for label, g in d.groupby("label", sort=False):
-            grid = g["lr_grid"].iloc[0] if "lr_grid" in g else None
-            lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + (
-                chosen_text(g["lr"].iloc[0], grid) if isinstance(grid, str) and "lr" in g else "")
+            lr = (f" at lr {g['lr'].iloc[0]:g}" if "lr" in g else "") + choice_text(g)
             vs = (f"; minus full, paired by seed: {ci_text(by_seed(d, label, 'full'))}"
                   if label != "full" and "full" in set(d["label"]) else "")
             lines.append(f"- {label}: {pts(g['value'].mean())}{lr}, {g['percent'].iloc[0]:.3f}% trained{vs}.")

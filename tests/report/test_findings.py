@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adapterlab.experiments import families, rules, stats
+from adapterlab.experiments import families, planning, rules, stats
 from adapterlab.families import param_performance
 from adapterlab.families import teaching
-from adapterlab.report import document, findings, provenance
+from adapterlab.report import document, findings, provenance, tables
 from adapterlab.training import train
 
 N = 1000  # test examples of a hand-made table
@@ -158,6 +158,52 @@ def test_a_rate_chosen_at_an_end_of_its_grid_says_the_grid_may_not_bracket_the_b
     assert findings.chosen_text(0.001, "0.001 0.003 0.01").endswith("the grid's lowest: a lower rate was not tried)")
     assert findings.chosen_text(0.01, "0.003 0.01").endswith("the grid's highest: a higher rate was not tried)")
     assert findings.chosen_text(0.01, "0.01") == " (chosen on validation from 0.01)"  # one rate: nothing chosen
+
+
+VALIDATION = 1442  # the validation examples of a hand-made grid: the default profile's tweets
+
+
+def grid_record(lr, seed, right):
+    """A grid trial's record as the store keeps it, as far as the grid columns read it: `right` of VALIDATION."""
+    return {"config": {"task": "t", "method": "full", "train": {"lr": lr, "seed": seed}},
+            "validation": right / VALIDATION}
+
+
+def margin_of(rights, lr=0.003, grid=(0.001, 0.003, 0.01)):
+    """chosen_text of `lr` from one seed's grid that got rights[i] of VALIDATION right at grid[i]."""
+    columns = tables.grid_columns([grid_record(rate, 0, right) for rate, right in zip(grid, rights)])
+    return findings.chosen_text(lr, columns["lr_grid"], columns["lr_grid_validation"], VALIDATION)
+
+
+def test_a_chosen_rate_states_its_margin_of_the_seeds_mean_in_validation_examples():
+    # two seeds per rate; 3e-4 leads 1e-4 by (1200 + 1195 - 1199 - 1193) / 2 = 1.5 examples per seed on average
+    rights = {1e-4: (1199, 1193), 3e-4: (1200, 1195), 1e-3: (1100, 1150)}
+    records = [grid_record(lr, seed, right) for lr, pair in rights.items() for seed, right in enumerate(pair)]
+    assert list(planning.choose_lrs(records).values()) == [3e-4]
+    row = dict(lr=3e-4, metric="accuracy", validation_examples=VALIDATION, **tables.grid_columns(records))
+    assert row["lr_grid"] == "0.0001 0.0003 0.001" and row["lr_grid_seeds"] == 2
+    margin = (1200 + 1195 - 1199 - 1193) / 2 / VALIDATION  # 0.104 points
+    assert findings.choice_text(pd.DataFrame([row])) == (
+        f" (chosen on validation from 0.0001 0.0003 0.001; ahead of 0.0001 by {findings.pts(margin)} points, 1.5 "
+        "of 1,442 validation examples in the mean of 2 seeds: a near-tie, fewer than 5 examples, that another "
+        "validation draw could reverse)")
+    # a score that counts no examples (here MCC) has its margin in points only, and no near-tie flag
+    assert findings.choice_text(pd.DataFrame([{**row, "metric": "mcc"}])).endswith(
+        f"ahead of 0.0001 by {findings.pts(margin)} points in the mean of 2 seeds)")
+
+
+def test_a_choice_under_five_validation_examples_is_a_near_tie_and_one_of_none_a_tie():
+    assert findings.NEAR_TIE_EXAMPLES == 5
+    assert margin_of((1000, 1004, 990)).endswith("4 of 1,442 validation examples: a near-tie, fewer than 5 "
+                                                  "examples, that another validation draw could reverse)")
+    # 5 / 1442 x 1442 is not exactly 5 in floating point: the count is rounded before it is compared
+    assert margin_of((1000, 1005, 990)).endswith("ahead of 0.001 by 0.3 points, 5 of 1,442 validation examples)")
+    tie = [grid_record(lr, 0, right) for lr, right in ((0.001, 990), (0.003, 1004), (0.01, 1004))]
+    assert planning.choose_lrs(tie) == {planning.grid_id(tie[0]["config"]): 0.003}  # the smaller of the two
+    assert margin_of((990, 1004, 1004)) == (" (chosen on validation from 0.001 0.003 0.01; a tie with 0.01, 0 of "
+                                            "1,442 validation examples apart: the tie-break takes the smaller rate)")
+    # a grid of one rate chose nothing: no margin to state
+    assert margin_of((1004,), 0.01, (0.01,)) == " (chosen on validation from 0.01)"
 
 
 def test_param_performance_judges_the_papers_separations():
