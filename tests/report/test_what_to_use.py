@@ -157,3 +157,9 @@ def test_the_example_studys_page_opens_with_what_to_use():
     if not page.is_file():
         pytest.skip("no committed page of the example study")
     assert [line for line in page.read_text().splitlines() if line.startswith("## ")][0] == W.HEADING
+
+
+def test_without_a_stored_methods_table_the_section_says_what_answers_it(tmp_path):
+    lines = W.section("smoke", tmp_path, tmp_path)
+    assert lines[0] == W.HEADING and "No stored table compares methods yet: notebook 06's runs answer it." in lines
+    assert not (tmp_path / "data").exists()  # reading the store claims no folder
