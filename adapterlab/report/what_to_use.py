@@ -147,7 +147,6 @@ class Advice:
     baseline: float  # the majority class's test score
     methods: tuple
     sizes: tuple = ()
-    size_seeds: tuple = ()
     margin: float = stats.MARGIN
 
     def where(self, verdict):
@@ -268,12 +267,10 @@ def advise(methods, sizes=None, margin=stats.MARGIN):
         raise ValueError("the methods table has no per-example test record (test_correct) for every run; rebuild "
                          "it from the store (report.tables), whose records keep each run's bits")
     found = methods_of(methods, margin)
-    has_sizes = sizes is not None and len(sizes) and _has_bits(sizes)
+    has_sizes = sizes is not None and _has_bits(sizes)
     return Advice(str(methods["task"].iloc[0]), int(methods["test_examples"].iloc[0]),
                   tuple(sorted(set(methods.groupby("label")["seed"].nunique()))), float(methods["baseline"].iloc[0]),
-                  found, sizes_of(sizes, margin) if has_sizes else (),
-                  tuple(sorted(set(sizes.groupby(["label", "train_size"])["seed"].nunique()))) if has_sizes else (),
-                  margin)
+                  found, sizes_of(sizes, margin) if has_sizes else (), margin)
 
 
 def marked(rows, margin=stats.MARGIN):
