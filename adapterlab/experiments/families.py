@@ -16,6 +16,10 @@ A family defined outside the package registers the same way (tests/experiments/t
 from dataclasses import dataclass, field
 from typing import Callable
 
+# The questions a page's "What to use" answers (report.what_to_use), each from the table of the family that
+# declares it (Family.answers): which method to train, and how much labelled data it needs.
+WHICH_METHOD, HOW_MUCH_DATA = "which method", "how much data"
+
 
 @dataclass(frozen=True)
 class Family:
@@ -46,6 +50,9 @@ class Family:
     study       (default settings, study_init.Scale) -> [(key, value, comment)]: what `study init` writes for
                 it (None: a study leaves it out)
     teaches     its runs are the lesson's own: drawn and read, no claim rests on them
+    answers     the question of a page's "What to use" its table answers: WHICH_METHOD (one row per method
+                setting `label` and seed, with its test bits, share trained and costs) or HOW_MUCH_DATA (one row
+                per method `label`, `train_size` and seed, with its test bits); "" for none
     """
     name: str
     notebook: str
@@ -66,6 +73,7 @@ class Family:
     filters: dict = field(default_factory=dict)
     study: Callable | None = None
     teaches: bool = False
+    answers: str = ""
 
     @property
     def trains_runs(self):

@@ -191,7 +191,8 @@ def scores(p_a, p_b, n, b_exact=False):
     return Difference(float(p_a - p_b), se, math.inf, n, how)
 
 
-def _bits(hex_bits, n):
+def unpack(hex_bits, n):
+    """(n,) int8 array of one run's per-example correctness from its bits (train.correct_bits: hex, packed)."""
     return np.unpackbits(np.frombuffer(bytes.fromhex(hex_bits), dtype=np.uint8))[:n].astype(np.int8)
 
 
@@ -200,7 +201,7 @@ def paired_difference(a, b, n):
     examples (train.correct_bits: hex of the packed bits). The mean of the per-example differences (+1, 0, -1),
     d = (b_only - a_only) / n, and SE = sqrt(((b_only + a_only) / n - d^2) / (n - 1)): only the examples they
     disagree on count, so this SE is far below that of two independent scores."""
-    bits_a, bits_b = _bits(a, n).astype(bool), _bits(b, n).astype(bool)
+    bits_a, bits_b = unpack(a, n).astype(bool), unpack(b, n).astype(bool)
     only_b, only_a = int((bits_b & ~bits_a).sum()), int((bits_a & ~bits_b).sum())
     d = (only_b - only_a) / n
     return d, math.sqrt(max(0.0, (only_b + only_a) / n - d * d) / (n - 1))
@@ -220,7 +221,7 @@ def example_differences(a, b, n):
     if len(a) != len(b) or not len(a):
         raise ValueError(f"two_level() needs one run of each side per seed, aligned by seed; got {len(a)} and "
                          f"{len(b)} runs (drop the seeds that only one side has)")
-    return np.stack([_bits(y, n) - _bits(x, n) for x, y in zip(a, b)])
+    return np.stack([unpack(y, n) - unpack(x, n) for x, y in zip(a, b)])
 
 
 def mean_squares(d):
@@ -703,7 +704,7 @@ def claim_move(n, b1, b2, a1=None, a2=None, split="validation"):
                          f"{len(b1)}, {len(b2)}, {len(a1)} and {len(a2)} (drop the seeds some runs lack)")
 
     def arm(bits):
-        return _bits(bits, n) if bits is not None else np.zeros(n, dtype=np.int8)
+        return unpack(bits, n) if bits is not None else np.zeros(n, dtype=np.int8)
 
     d = np.stack([(arm(y2) - arm(x2)) - (arm(y1) - arm(x1)) for x1, y1, x2, y2 in zip(a1, b1, a2, b2)])
     return crossed(d, split)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..experiments import planning, rules
-from ..experiments.families import Family, register
+from ..experiments.families import HOW_MUCH_DATA, Family, register
 from ..experiments.study_init import CONTROL
 from ..report.tables import FamilyResult, config_of, epochs_run, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, View, check_columns, key_style, majority_line, noise_text, per_task, seed_series
@@ -277,4 +277,5 @@ FAMILY = register(Family(
     control_entry=lambda c: (c.method, c.train_size),  # a budget_control entry names (method, train size)
     columns=("task", "method", "train_size", "seed", "metric", "value"), build=build, read=read, claims=CLAIMS,
     figures={"low_resource": F.Entry(figure, "low_resource.csv", {"low_resource": ["score"]}, {"low_resource": None})},
-    filters={"task": "task", "method": "methods", "train_size": "training sizes"}, study=study))
+    filters={"task": "task", "method": "methods", "train_size": "training sizes"}, study=study,
+    answers=HOW_MUCH_DATA))

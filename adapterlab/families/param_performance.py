@@ -13,16 +13,16 @@ import pandas as pd
 
 from ..experiments import planning, stats
 from ..methods.config import method
-from ..experiments.families import Family, register
+from ..experiments.families import WHICH_METHOD, Family, register
 from ..experiments.study_init import CONTROL, scaled
 from ..report.tables import FamilyResult, config_of, grid_columns, group_by, method_of, run_columns, tidy_frame
-from ..report.figures import Figure, LINE_ORDER, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
+from ..report.figures import Figure, LINE_ORDER, Series, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
 from ..report.labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
 from ..experiments.planning import config_for, grid_id, method_lr, task_epochs
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common
 from ..report import figures as F
-from ..report import labels
+from ..report import labels, what_to_use
 from ..training import latency
 from ..report.claims import PER_RUN, COST_MARGIN, Claim, accuracy_claim
 
@@ -310,7 +310,9 @@ def efficiency_view(table):
 def figure(df):
     """Houlsby Figs. 3/4 and Compacter Fig. 1, per task, one colour per method line. Views: the score
     minus full fine-tuning's (paired by seed) against trainable parameters; the score itself; the share
-    of parameters trained with marker area ∝ peak training memory, and a key of round memories."""
+    of parameters trained with marker area ∝ peak training memory, a key of round memories, and ★ on the
+    methods shown within the margin of the best (what_to_use.marked: the page's "What to use"). Every view
+    draws the majority class, the relative one as its gap to full fine-tuning."""
     check_columns(df, ["task", "method", "label", "trainable", "percent", "value", "peak_memory_mb"], NAME)
     split, views = SPLIT, {}
     for t, rows, prefix in per_task(df):
@@ -319,8 +321,10 @@ def figure(df):
             rows["value_minus_full"] = rows["value"] - rows.loc[rows["method"] == "full", "value"].mean()
         metric, memory = str(rows["metric"].iloc[0]), rows.groupby("label")["peak_memory_mb"].mean()
         lines = sorted(dict.fromkeys(rows["line"]), key=lambda k: LINE_ORDER.index(k) if k in LINE_ORDER else 99)
+        full = rows.loc[rows["method"] == "full", "value"].mean() * SCALE
+        below_full = [(name, y - full, c) for name, y, c in majority_line(rows) if not math.isnan(full)]
         for mode, x, y in (("vs. full fine-tuning", "trainable", "value_minus_full"), ("score", "trainable", "value"),
-                           ("% trained, memory", "percent", "value")):
+                           (what_to_use.TRADE_OFF, "percent", "value")):
             rel, memory_view = y != "value", x == "percent"
             view = views[prefix + mode] = View(
                 f"{'Share of parameters trained' if memory_view else 'Trainable parameters'} vs. {split} score"
@@ -329,7 +333,8 @@ def figure(df):
                 "trained parameters, % of the base model (log scale)" if memory_view
                 else "trainable parameters (log scale)",
                 f"{split} " + labels.metric_label(metric, rel) + " vs. full fine-tuning" * rel, task=t,
-                hlines=[("full fine-tuning level", 0.0, "#000000")] if rel else [] if memory_view else majority_line(rows))
+                hlines=[("full fine-tuning level", 0.0, "#000000"), *below_full] if rel else majority_line(rows))
+            settings = []  # each series' labels, in the order of its points
             for key in lines:
                 mine = rows[rows["line"] == key]
                 order = list(mine.groupby(x, sort=True)["label"].first())
@@ -340,10 +345,31 @@ def figure(df):
                     s.line, s.area = False, [memory[lab] / memory.max() * 520 for lab in order]
                     s.hover = [f"{lab}: peak memory {memory[lab]:,.0f} MB" for lab in order]
                 view.series.append(s)
+                settings.append(order)
             view.title += "; nearly equal x drawn side by side" * dodge(view.series, 0.1 if memory_view else 0.06)
             top = float(f"{memory.max():.1g}")  # the size key: a round memory near the largest, its half, its quarter
             view.sizes = [(f"{m:,.0f} MB", m / memory.max() * 520) for m in (top / 4, top / 2, top)] * memory_view
+            if memory_view:
+                mark_within(view, settings, what_to_use.marked(rows))
     return Figure("param_performance", views)
+
+
+def mark_within(view, settings, within):
+    """★ on the points of the settings `within` (drawn where dodge put their points), named in the title; with
+    none shown within, the title says so (None: the table cannot tell, and the figure is silent)."""
+    if within is None:
+        return
+    if not within:
+        view.title += (f"\nno method shown within {stats.MARGIN * SCALE:g} points of the best on the {SPLIT} split "
+                       "(Holm; the findings page's What to use)")
+        return
+    points = [(s.x[i], s.y[i], label) for s, order in zip(view.series, settings)
+              for i, label in enumerate(order) if label in within]
+    view.series.append(Series(f"within {stats.MARGIN * SCALE:g} points of the best", [x for x, _, _ in points],
+                              [y for _, y, _ in points], color="#000000", marker="*", line=False,
+                              area=[90] * len(points), hover=[label for *_, label in points]))
+    view.title += (f"\n★ shown within {stats.MARGIN * SCALE:g} points of the best on the {SPLIT} split "
+                   "(Holm; the findings page's What to use)")
 
 
 # ----------------------------------------------------------------------------- claims and reading
@@ -517,7 +543,7 @@ FAMILY = register(Family(
     build=build, read=read, claims=CLAIMS,
     figures={"param_performance": F.Entry(figure, "param_performance.csv",
                                          {"param_performance_params": ["vs. full fine-tuning"],
-                                          "param_performance_tradeoff": ["% trained, memory"]},
+                                          "param_performance_tradeoff": [what_to_use.TRADE_OFF]},
                                          {"param_performance_params": ["vs. full fine-tuning", "score"],
-                                          "param_performance_tradeoff": ["% trained, memory"]})},
-    filters={"task": "task", "family": "method lines"}, study=study))
+                                          "param_performance_tradeoff": [what_to_use.TRADE_OFF]})},
+    filters={"task": "task", "family": "method lines"}, study=study, answers=WHICH_METHOD))

@@ -23,6 +23,7 @@ from ..training import files
 from ..training import tasks as task_registry
 from . import provenance
 from .findings import budget_control, judged, load
+from .what_to_use import section as what_to_use
 
 BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.document --write) -->", "<!-- claims:end -->"
 COMMITTED = "default"  # the profile whose page is FINDINGS.md, with its claims in the README
@@ -187,6 +188,7 @@ def report(profile="default", root=None):
     from scratch."""
     profile = profiles.resolve(profile)
     out, rows = readings(profile, root)
+    out = what_to_use(profile, root, page_path(profile, root).parent) + out  # the page opens with the answer
     if rows:
         out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}; each hypothesis, "
                 f"its split and its members declared in its family's module, adapterlab/families/; margin "

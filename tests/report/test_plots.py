@@ -161,12 +161,14 @@ def html_legends(page):
 
 def test_one_legend_entry_per_method_and_one_key_for_every_unconverged_run():
     """A method's unconverged runs are its ✕ marks: the key explains the ✕ once for every method (BitFit's
-    run here), and the legend beside the plot names each method once, whether or not a run of it converged."""
+    run here), and the legend beside the plot names each method once, whether or not a run of it converged, then
+    the reference lines, the majority class among them."""
     figure = figures.define("param_performance", param_performance_df())
     methods = ["Houlsby adapters", "full fine-tuning", "LayerNorm only", "BitFit", "Compacter"]
     sizes = ["peak memory 250 MB", "peak memory 500 MB", "peak memory 1,000 MB"]
-    for view, beside, key in (("vs. full fine-tuning", [*methods, "full fine-tuning level"], [plots.NOT_CONVERGED]),
-                              ("% trained, memory", methods, [plots.NOT_CONVERGED, *sizes])):
+    for view, beside, key in (("vs. full fine-tuning", [*methods, "full fine-tuning level", "majority class"],
+                               [plots.NOT_CONVERGED]),
+                              ("% trained, memory", [*methods, "majority class"], [plots.NOT_CONVERGED, *sizes])):
         assert png_legends(plots.png(figure, [view])) == (beside, key)
         assert html_legends(plots.html(figure, [view])) == (beside, key)
     # every run converged: no ✕ to explain, and the memory view's key keeps only the marker areas
