@@ -293,20 +293,20 @@ def _hours(hours):
 
 
 def need_line(need):
-    """'- claim: 15 seeds (`<family>.seeds = 0-14`), 87%, about 6.3 h' and its kin."""
+    """'- claim: 15 seeds (`<family>.seeds = 0-14`), 87%, about 6.3 h', or '- claim: undecidable within ...'."""
     if need.design:
         d = need.design
         how = (f"`{d.edit}`" if d.edit else "the test split and every train example no seed trains on; no setting "
                "scores them, so every run trained again")
         return f"- {need.claim}: {d.text()} ({how}), {need.chance}%, {_hours(d.hours)}"
-    if need.why == "undecidable":
-        best = f" (at most {need.chance}%)" if need.chance is not None else ""
-        return (f"- {need.claim}: undecidable within {need.within}{best}" if need.within else
-                f"- {need.claim}: undecidable here: no design of the ladder measures it anew (its family has no "
-                "`seeds` setting, or has more seeds than the ladder)")
-    if need.why == "one seed":
-        return f"- {need.claim}: measured with one seed, so its seeds' spread is unknown: no design can be planned"
-    return f"- {need.claim}: no noise estimate to plan from"
+    best = f" (at most {need.chance}%)" if need.chance is not None else ""
+    return (f"- {need.claim}: undecidable within {need.within}{best}" if need.within else
+            f"- {need.claim}: undecidable here: no design of the ladder measures it anew (its family has no "
+            "`seeds` setting, or more seeds than the ladder)")
+
+
+UNPLANNED = {"one seed": "measured with one seed, so their seeds' spread is unknown and no design can be projected",
+             "no noise estimate": "without a noise estimate to project"}
 
 
 def best_line(best, listed):
@@ -320,20 +320,26 @@ def best_line(best, listed):
                 f"{_hours(design.hours)}.")
     if any(n.design and n.design.edit for n in listed):
         return "**Best edit per hour:** not known: no stored run times the edits that decide a claim."
+    if all(n.why in UNPLANNED for n in listed):
+        return (f"**Best edit per hour:** none can be planned: the claims rest on one seed; {SEEDS[0]} seeds, the "
+                "ladder's first design, would measure the seeds' spread a plan needs.")
     return f"**Best edit per hour:** none: no edit of the ladder decides any of the {len(listed)} claims listed."
 
 
 def lines(needs_, tested, replicates=REPLICATES):
-    """Markdown lines of the list: what decides each undecided claim (need_line), under a head that says how."""
+    """Markdown lines of the list: what decides each undecided claim (need_line), under a head that says how,
+    then the claims no design can be projected from, one line per reason."""
     if not needs_:
         return []
+    apart = [f"- {what}: " + "; ".join(n.claim for n in needs_ if n.why == why) for why, what in UNPLANNED.items()
+             if any(n.why == why for n in needs_)]
     return [f"**What would decide the claims still inconclusive**, computed from these records: for each, the "
             f"smallest design of the ladder ({', '.join(map(str, SEEDS[:-1]))} or {SEEDS[-1]} seeds on the claim's "
             f"own examples, then on the test split together with every train example no seed trains on) whose "
             f"chance of a decisive verdict after Holm's correction over all {tested} tested claims is at least "
             f"{TARGET}%, taking today's estimates and variance components as the truth ({replicates:,} replicates), "
             f"and its hours at the seconds the stored runs took on the machines that made them (docs/power.md):",
-            "", *map(need_line, needs_), ""]
+            "", *[need_line(n) for n in needs_ if n.why not in UNPLANNED], *apart, ""]
 
 
 def section(profile, rows, root=None, replicates=REPLICATES):

@@ -156,7 +156,9 @@ def test_a_decided_claim_is_not_listed_and_an_undecidable_one_says_within_what()
     assert vague_need.design is None and vague_need.chance < power.TARGET
     assert power.need_line(vague_need) == f"- vague: undecidable within 20 seeds and 4,000 examples (at most " \
                                           f"{vague_need.chance}%)"
-    assert one_run.why == "one seed" and "seeds' spread is unknown" in power.need_line(one_run)
+    assert one_run.why == "one seed"
+    assert power.lines(listed, 3)[-2] == f"- {power.UNPLANNED['one seed']}: one run"  # apart, by its reason
+    assert power.best_line(None, [one_run]).startswith("**Best edit per hour:** none can be planned")
 
 
 def test_the_last_line_names_the_edit_that_decides_the_most_claims_per_hour():
