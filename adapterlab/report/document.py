@@ -21,7 +21,7 @@ from ..experiments import families, profiles, stats
 from . import claims
 from ..training import files
 from ..training import tasks as task_registry
-from . import provenance
+from . import power, provenance
 from .findings import budget_control, judged, load
 from .what_to_use import section as what_to_use
 
@@ -184,11 +184,13 @@ def tally(rows):
 
 def report(profile="default", root=None):
     """A page's body (FINDINGS.md's for the default profile): every reading from the tables under `root`, closed
-    by the list of every paper claim with its verdict and the numbers behind it, and the cost of making it all
-    from scratch."""
+    by the list of every paper claim with its verdict and the numbers behind it, what would decide the claims
+    still inconclusive (power.section, from these records), the cost of making it all from scratch, and the
+    edit that decides the most claims per hour."""
     profile = profiles.resolve(profile)
     out, rows = readings(profile, root)
     out = what_to_use(profile, root, page_path(profile, root).parent) + out  # the page opens with the answer
+    last = ""
     if rows:
         out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}; each hypothesis, "
                 f"its split and its members declared in its family's module, adapterlab/families/; margin "
@@ -202,32 +204,12 @@ def report(profile="default", root=None):
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
                     "", *checks_table(rows), ""]
-        decided = {title for _, title, _, h in corrected(rows)
-                   if h.label in stats.VERDICTS and h.label != "inconclusive"}
-        out += undecidable(load(profile, "power", root), decided)
+        decides, last = power.section(profile, rows, root)
+        out += decides
     out.append(total_time(profile, root))
+    if last:
+        out += ["", last]  # the page's last line: the edit that decides the most claims per hour
     return "\n".join(out).strip() + "\n"
-
-
-# a claim that no design considered decides after Holm with at least this chance is one no feasible design decides
-FEASIBLE = 0.5
-
-
-def undecidable(power, decided=()):
-    """Markdown lines naming the claims no design considered (power.csv, written by `python -m
-    adapterlab.report.power --write` before the designs' runs) would decide after Holm with a chance of FEASIBLE
-    or more: the best chance of each, and its design. A claim in `decided` (titles whose verdict after Holm is
-    decisive) is left out: its data settled it, whatever its chance was."""
-    if power is None or power.empty:
-        return []
-    best = power.sort_values("chance", kind="stable").groupby("claim", sort=False).tail(1)
-    low = best[(best["chance"] < FEASIBLE) & ~best["claim"].isin(set(decided))]
-    if low.empty:
-        return []
-    return [f"**Claims no feasible design here decides** (the chance of a decisive verdict after Holm below "
-            f"{FEASIBLE:.0%} under every design considered, taking today's estimates and variance components as "
-            f"the truth: docs/power.md):", "",
-            *[f"- {r.claim}: at most {r.chance:.0%} ({r.design})" for r in low.itertuples()], ""]
 
 
 def stored_work(profile, root=None):

@@ -1,11 +1,14 @@
-"""What a larger design would decide (report.power): draws from each comparison's own noise model
-(stats.simulate) at the variance the design implies, and the chance of a decisive verdict after Holm."""
+"""What would decide the claims still undecided (report.power): draws from each comparison's own noise model
+(stats.simulate) at the variance a design implies, Holm's correction over every replicate, the smallest design
+of the ladder, and the edit that decides the most claims per hour, all computed from the judged claims."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import stats as dist
 
-from adapterlab.experiments import stats
+from adapterlab.experiments import families, profiles, stats
 from adapterlab.report import power
 
 
@@ -54,31 +57,149 @@ def test_draws_of_unpaired_arms_and_of_one_run():
         stats.simulate(stats.Difference(0.0, 0.01, 3, 3, "by hand"), 5, None, 10, rng)
 
 
-def test_a_design_decides_a_large_effect_and_rarely_a_claim_with_nothing_to_show():
+def seed_only_claim(delta, seed_sd, seeds=3, examples=1000, claim=">"):
+    """A verdict on a difference whose only noise is the seeds' (known components: sigma_s, no example or
+    residual variance), measured with `seeds` seeds: its crossed estimator is then exactly a one-sample t test
+    with seeds - 1 df. Margin 0, so that "not reproduced" is shown only on the other side of zero."""
+    c = stats.Crossed(seed_sd ** 2, 0.0, 0.0, seeds, examples)
+    variance, df = c.at(seeds, examples)
+    diff = stats.Difference(delta, math.sqrt(variance), df, seeds, "synthetic, crossed", c)
+    return stats.verdict(diff, claim, "the paper's claim", margin=0.0)
+
+
+def exact_chance(delta, seed_sd, seeds):
+    """P(decisive after Holm) of seed_only_claim alone in its family, in closed form. Holm's first step tests the
+    declared one-sided test and "not reproduced" at alpha/2 each ("reversed" follows the latter) and stops when
+    neither rejects, so the claim is decisive exactly when T = estimate / SE lies above t_{1-alpha/2} (declared:
+    one-sided p < alpha/2) or below t_{alpha/4} (not reproduced, margin 0: two-sided p < alpha/2), two disjoint
+    regions. T is noncentral t with seeds - 1 df and noncentrality delta / (sigma_s / sqrt(seeds)): the normal
+    estimate over the chi-square SE, as stats.simulate draws them."""
+    df, nc, alpha = seeds - 1, delta / (seed_sd / math.sqrt(seeds)), stats.ALPHA
+    return (dist.nct.sf(dist.t.ppf(1 - alpha / 2, df), df, nc) + dist.nct.cdf(dist.t.ppf(alpha / 4, df), df, nc))
+
+
+def test_the_simulated_chance_is_the_closed_form_power_and_the_ladder_takes_the_smallest_that_reaches_80():
+    delta, seed_sd = 0.018, 0.02
+    rows = [("05", "claim", seed_only_claim(delta, seed_sd))]
+    assert [v.label for v in stats.holm([rows[0][2]])] == ["inconclusive"]  # undecided with 3 seeds
+    designs = [power.Design("05", s, hours=s / 10) for s in power.SEEDS if s > 3]
+    found = power.by_design(rows, designs)
+    exact = {d.seeds: 100 * exact_chance(delta, seed_sd, d.seeds) for d in designs}
+    for d in designs:
+        # each replicate is a Bernoulli trial: the count's SE is sqrt(P(1 - P) / R); 3 SE, and half a point for
+        # printing it as a whole percentage
+        tolerance = 300 * math.sqrt(exact[d.seeds] / 100 * (1 - exact[d.seeds] / 100) / power.REPLICATES) + 0.5
+        assert abs(found[d]["claim"] - exact[d.seeds]) <= tolerance, (d.seeds, found[d]["claim"], exact[d.seeds])
+    # the exact chances sit well apart from the target (more than 5 binomial SE), so the choice is the closed form's
+    assert all(abs(p - power.TARGET) > 5 for p in exact.values()), exact
+    smallest = min(s for s, p in exact.items() if p >= power.TARGET)
+    (need,) = power.needs(rows, found)
+    assert need.design.seeds == smallest == 15 and need.chance >= power.TARGET
+
+
+def test_the_vectorised_procedure_rejects_what_stats_conclusions_adjusted_does():
+    rng = np.random.default_rng(5)
+    ps = rng.uniform(0, 0.03, (400, 9)) ** rng.uniform(0.5, 2, 9)  # many near alpha / k, some far below
+    ps[rng.uniform(size=ps.shape) < 0.1] = math.nan  # hypotheses without a test count in the family
+    follows = {6: 3, 7: 4, 8: 5}  # as stats.holm: "reversed" follows "not reproduced"
+    out = power.rejected(ps, follows)
+    expected = np.array([[a < stats.ALPHA for a in stats.conclusions_adjusted(list(row), follows)[0]] for row in ps])
+    assert (out == expected).all() and 0 < out.sum() < out.size  # some rejected, not all
+
+
+def mixed_family(rng):
+    """Rows of claims of every kind: directions and equivalences, one member and several, crossed and Welch's,
+    one a decided claim, one awaiting its data, spread over two notebooks."""
+    def crossed_claim(mean, claim, members=1):
+        diffs = [crossed_difference(rng, mean + rng.normal(0, 0.002), 0.004, seeds=5, examples=1500)
+                 for _ in range(members)]
+        return stats.verdict(diffs, claim, "")
+
+    cost = stats.verdict(stats.log_ratio([1400, 1450, 1380, 1500], [1000, 990, 1030, 1100]), ">", "",
+                         math.log1p(stats.COST_MARGIN), unit="%", log_ratio=True)
+    return [("05", "flat", crossed_claim(0.002, "==", members=3)), ("05", "degrades", crossed_claim(-0.012, "<", 2)),
+            ("05", "large", crossed_claim(0.06, ">")), ("06", "on par", crossed_claim(-0.01, "==")),
+            ("06", "cost", cost), ("06", "later", stats.awaiting(">", "", "held-out scoring"))]
+
+
+def test_every_replicate_is_judged_as_stats_holm_judges_the_redrawn_family():
+    rows = mixed_family(np.random.default_rng(7))
+    design, replicates = power.Design("05", 10), 200
+    found = power.decisive(rows, design, replicates)
+    assert set(found) == {"flat", "degrades", "large"}  # the design re-measures 05's claims only
+    rng = np.random.default_rng(power.SEED)  # the same draws, in the same order (decisive's docstring)
+    draws = {title: power._drawn(v, design, replicates, rng) for stem, title, v in rows if title in found}
+    for r in range(replicates):
+        family = [stats.verdict([replace(d, estimate=float(e[r]), se=float(s[r]), df=float(f[r]))
+                                 for d, (e, s, f) in zip(v.members, draws[title])], v.claim, v.paper, v.margin,
+                                log_ratio=v.log_ratio) if title in draws else v for _, title, v in rows]
+        after = stats.holm(family)
+        for (_, title, _), h in zip(rows, after):
+            if title in found:
+                assert found[title][r] == (h.label != "inconclusive"), (r, title, h.label)
+    # chances in between (about 10% and 60% here): the replicates compared were not all alike
+    assert 0 < found["flat"].sum() < found["degrades"].sum() < replicates
+
+
+def test_a_decided_claim_is_not_listed_and_an_undecidable_one_says_within_what():
     rng = np.random.default_rng(3)
-    large = stats.verdict(crossed_difference(rng, 0.05, 0.005), ">", "")  # +5 points, shown with 3 seeds
-    # +0.8 points with a dominant seed spread: no direction shown and none ruled out; at 10 seeds its interval
-    # narrows about 2.6x, still reaching both zero and the margin most of the time
-    vague = stats.verdict(crossed_difference(rng, 0.008, 0.03), ">", "")
-    assert large.label == "reproduced" and vague.label == "inconclusive"
-    rows = [("05", "large", large), ("05", "vague", vague), ("06", "untouched", vague)]
-    chances = power.decisive(rows, power.Design("05 at 10 seeds", ("05",), 10), replicates=300)
-    assert set(chances) == {"large", "vague"}  # the design re-measures 05's claims only
-    assert chances["large"] == 1.0 and chances["vague"] < 0.5
-    # a design of costs only re-measures no accuracy claim
-    assert power.decisive(rows, power.Design("costs", ("05",), 10, costs_only=True), replicates=10) == {}
+    decided = stats.verdict(crossed_difference(rng, 0.05, 0.005), ">", "")  # +5 points, shown with 3 seeds
+    vague = seed_only_claim(0.001, 0.02)  # 0.1 points against a seed spread of 2: nothing to find
+    # one run each, disagreeing on 16% of 800 examples: an SE of 1.4 points, no seed spread measured
+    one_seed = stats.verdict(stats.crossed(rng.choice([-1, 0, 1], p=[0.08, 0.84, 0.08], size=(1, 800))), "==", "")
+    rows = [("05", "decided", decided), ("05", "vague", vague), ("04", "one run", one_seed)]
+    assert [h.label for h in stats.holm([v for *_, v in rows])] == ["reproduced", "inconclusive", "inconclusive"]
+    designs = [power.Design("05", s, hours=1.0) for s in (5, 20)] + [power.Design("05", 20, 4000, hours=2.0)]
+    listed = power.needs(rows, power.by_design(rows, designs))
+    assert [n.claim for n in listed] == ["vague", "one run"]  # "decided" is not listed
+    vague_need, one_run = listed
+    assert vague_need.design is None and vague_need.chance < power.TARGET
+    assert power.need_line(vague_need) == f"- vague: undecidable within 20 seeds and 4,000 examples (at most " \
+                                          f"{vague_need.chance}%)"
+    assert one_run.why == "one seed"
+    assert power.lines(listed, 3)[-2] == f"- {power.UNPLANNED['one seed']}: one run"  # apart, by its reason
+    assert power.best_line(None, [one_run]).startswith("**Best edit per hour:** none can be planned")
 
 
-def test_findings_name_the_claims_no_design_considered_decides():
-    import pandas as pd
+def test_the_last_line_names_the_edit_that_decides_the_most_claims_per_hour():
+    rng = np.random.default_rng(11)
+    # +2.5 points over a seed spread of 2 with 3 seeds: inconclusive today, decided with 20 seeds
+    rows = [("05", f"a{i}", seed_only_claim(0.025 + rng.normal(0, 1e-4), 0.02)) for i in range(2)]
+    rows += [("06", "b", seed_only_claim(0.025, 0.02))]
+    designs = [power.Design("05", 20, hours=2.0, edit="x.seeds = 0-19"),  # 2 claims in 2 h: 1 per hour
+               power.Design("06", 20, hours=0.5, edit="y.seeds = 0-19"),  # 1 claim in 0.5 h: 2 per hour
+               power.Design("06", 20, 9000, hours=0.1)]  # no edit makes it: never the line's
+    found = power.by_design(rows, designs)
+    assert all(c >= power.TARGET for chances in found.values() for c in chances.values())
+    line = power.best_line(power.best_edit(rows, found), power.needs(rows, found))
+    assert line == "**Best edit per hour:** `y.seeds = 0-19`: decides 1 claim, about 0.5 h."
+    slower = {replace(d, hours=d.hours * 10) if d.notebook == "06" else d: c for d, c in found.items()}
+    assert "`x.seeds = 0-19`: decides 2 claims, about 2.0 h" in power.best_line(power.best_edit(rows, slower),
+                                                                                 power.needs(rows, slower))
 
-    from adapterlab.report import document
 
-    power = pd.DataFrame([dict(design="small", claim="a", today="inconclusive", chance=0.2),
-                          dict(design="large", claim="a", today="inconclusive", chance=0.45),
-                          dict(design="large", claim="b", today="inconclusive", chance=0.5)])
-    lines = document.undecidable(power)
-    # "a" stays below 50% under every design (its best chance is named with its design); "b" reaches it
-    assert [line for line in lines if line.startswith("- ")] == ["- a: at most 45% (large)"]
-    assert document.undecidable(None) == [] and document.undecidable(power.iloc[2:]) == []
-    assert document.undecidable(power, decided={"a"}) == []  # decided after all: no longer named
+def test_the_list_is_computed_from_the_claims_with_no_stored_table(tmp_path):
+    """No power.csv (or any file) under the root: the ladder is planned from the profile's settings and priced
+    from whatever the store holds (nothing here, so no hours are known)."""
+    smoke = profiles.resolve("smoke")
+    notebook = families.get("init_scale").number
+    rows = [(notebook, "flat", seed_only_claim(0.018, 0.02, seeds=2)), (notebook, "small", seed_only_claim(0.001, 0.02, seeds=2))]
+    lines, last = power.section(smoke, rows, root=tmp_path, replicates=200)
+    assert not list(tmp_path.rglob("*.csv"))
+    listed = [line for line in lines if line.startswith("- ")]
+    assert listed[0].startswith("- flat: ") and "`init_scale.seeds = 0-" in listed[0]
+    assert "hours not known" in listed[0] and listed[1].startswith("- small: undecidable within 20 seeds and ")
+    assert last == "**Best edit per hour:** not known: no stored run times the edits that decide a claim."
+    committed = profiles.results_dir("default")
+    assert not (committed / "power.csv").exists()  # nothing writes or reads a stored table of chances
+
+
+def test_the_largest_evaluation_set_counts_the_test_split_and_what_tasks_unused_leaves_out():
+    from adapterlab.training import tasks
+
+    whole = tasks.load_task("synthetic")
+    train = whole.splits["train"]
+    left = tasks.unused(train, 300, 0, whole.text_fields)
+    assert power.unseen("synthetic", ((0, 300),)) == len(whole.splits["test"]) + len(left)
+    # a second seed's subset leaves fewer out, never more
+    assert power.unseen("synthetic", ((0, 300), (1, 300))) < power.unseen("synthetic", ((0, 300),))
