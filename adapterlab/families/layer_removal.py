@@ -1,17 +1,20 @@
 """Notebook 04, Houlsby et al. Fig. 6 (left, centre): which layers' adapters matter.
 
-One Houlsby model (m=64) is trained per task; then the adapters of every span of layers first..last are
+One Houlsby model (m=64) is trained per task and seed; then the adapters of every span of layers first..last are
 removed, one span at a time, and the model scored again: an L x L heatmap. The spans are scored twice: on
-validation (the heatmap; the run's best state was chosen there, so it judges nothing) and on train examples the
-run never saw (the claims). The paper finds the lower layers' adapters removable and the upper ones mattering.
+validation (the heatmap, of the first seed's run; the run's best state was chosen there, so it judges nothing)
+and on train examples no seed's run saw (the claims: one set for every seed, so the seeds' spans pair by
+example and the claims' intervals cross seeds and examples). The paper finds the lower layers' adapters
+removable and the upper ones mattering.
 
 Its units of work: the training runs, then per task, once its runs are stored, one unit scoring the spans of
-the run best on validation (and, held out, of that run and its budget controls): evaluations of a stored
-adapter, kept in their own store file (SPANS).
+the first seed's run of the setting best on validation (and, held out, one per seed's run of that setting and
+per budget control of it): evaluations of a stored adapter, kept in their own store file (SPANS).
 """
 import math
 from dataclasses import dataclass, field
 
+import pandas as pd
 
 from ..experiments import running, stats
 from ..experiments.families import Family, register
@@ -43,8 +46,12 @@ class LayerRemoval(Common):
     lrs: tuple | None = None  # the learning-rate grid; None: the method's rate
     epochs: tuple | None = None  # the epochs grid; None: the profile's epochs
     keep_adapter: bool = True  # the best run's adapter is what the spans remove layers from
-    # the claims' split: up to this many train examples the scored run never trained on (tasks.unused), on
-    # which its spans (and its budget control's) are scored again; None: the claims await held-out scoring
+    # the seeds each setting trains with (its budget control too): the heatmap shows the first seed's run; the
+    # claims pair the seeds' spans on one held-out set and judge them with seeds and examples crossed
+    seeds: tuple = (0,)
+    # the claims' split: up to this many train examples that none of the seeds' subsets holds (tasks.unused, in
+    # the first seed's order), on which every seed's run (and budget control) is span-scored again; None: the
+    # claims await held-out scoring
     held_out: int | None = None
 
     def grids(self):
@@ -66,80 +73,118 @@ PROFILES = {
 # ----------------------------------------------------------------------------- plan: runs, then their spans
 
 def plan(p, chosen):
-    """One Houlsby model per task (the paper's: one per point of its grid of rates and epochs)."""
+    """One Houlsby model per task and seed (the paper's: one per point of its grid of rates and epochs)."""
     s = p.settings(NAME)
     lrs = s.lrs or (method_lr(p, "houlsby"),)
     epochs = s.epochs or (p.train.get("epochs", 3),)
     return [
-        config_for(p, task=task, method="houlsby", method_args=s.method_args, lr=lr, epochs=e, family_train=s.train)
-        for task in s.tasks or p.tasks for lr in lrs for e in epochs
+        config_for(p, task=task, method="houlsby", method_args=s.method_args, lr=lr, epochs=e, seed=seed,
+                   family_train=s.train)
+        for task in s.tasks or p.tasks for lr in lrs for e in epochs for seed in s.seeds
     ]
 
 
 SPANS = "layer_removal_spans"  # the store file of the span scores: evaluation of a stored adapter, no training
 
 
-def best_runs(records):
-    """{task: its record best on validation} (the first best on a tie), tasks in first-seen order: the run
-    whose adapters layer removal takes out, span by span."""
+def _setting(config):
+    """What a setting's runs of every seed share: a run's config (a record's dict) without its seed."""
+    return config_key({**config, "train": {k: v for k, v in config["train"].items() if k != "seed"}})
+
+
+def best_seeds(records):
+    """{task: [the records of its setting best on validation, one per seed, by seed]}, tasks in first-seen
+    order: the setting (rate, epochs) with the best mean validation score over its seeds (the first best on a
+    tie), whose runs' adapters layer removal takes out, span by span."""
     by_task = {}
     for r in records:
-        by_task.setdefault(r["task"], []).append(r)
-    return {task: max(runs, key=lambda r: r["validation"]) for task, runs in by_task.items()}
+        by_task.setdefault(r["task"], {}).setdefault(_setting(r["config"]), []).append(r)
+
+    def mean_validation(runs):
+        return sum(r["validation"] for r in runs) / len(runs)
+    return {task: sorted(max(settings.values(), key=mean_validation), key=lambda r: r["config"]["train"]["seed"])
+            for task, settings in by_task.items()}
 
 
-def scored_runs(profile, store):
-    """{task: RunConfig} of the runs whose spans layer removal scores: per task, the best on validation
-    (best_runs) of the family's runs (budget controls aside), once every run of that task is stored."""
+def best_runs(records):
+    """{task: the first seed's record of its setting best on validation} (best_seeds): the run whose spans the
+    heatmap shows."""
+    return {task: runs[0] for task, runs in best_seeds(records).items()}
+
+
+def scored_seeds(profile, store):
+    """{task: [RunConfig, one per seed]} of the runs whose spans layer removal scores: per task, the setting best
+    on validation (best_seeds) of the family's runs (budget controls aside), once every run of that task is
+    stored."""
     p = resolve(profile)
     lookup = store_lookup(store, p, NAME)
     found = [(c, lookup(c)) for c in plan(p, chosen_from(p, NAME, lookup))]
     waiting = {c.task for c, r in found if r is None}
-    best = best_runs([r for c, r in found if c.task not in waiting])
-    return {task: next(c for c, r in found if r is record) for task, record in best.items()}
+    best = best_seeds([r for c, r in found if c.task not in waiting])
+    return {task: [next(c for c, r in found if r is record) for record in records]
+            for task, records in best.items()}
+
+
+def scored_runs(profile, store):
+    """{task: RunConfig} of the runs whose spans the heatmap shows: each task's first seed of scored_seeds."""
+    return {task: runs[0] for task, runs in scored_seeds(profile, store).items()}
+
+
+def held_out_seeds(settings):
+    """The seeds whose subsets the held-out examples avoid, the first one's order theirs: every seed the
+    family trains, so that all of its runs are scored on one set of examples none of them saw."""
+    return tuple(settings.seeds)
 
 
 def span_key(profile, config, split="validation"):
     """The store key of a run's span scores: the run's key, the split scored, how many examples at most
-    (validation: the family's eval_size; removal.HELD_OUT: its held_out setting)."""
+    (validation: the family's eval_size; removal.HELD_OUT: its held_out setting) and, for a held-out set that
+    avoids other seeds' subsets than the run's own, those seeds ("unseen_by"): the held-out set's identity,
+    so that a run scored on a set shared by several seeds is another unit than on the set of its seed alone."""
     p = resolve(profile)
-    cap = p.settings(NAME).held_out if split == removal.HELD_OUT else eval_size(p, NAME)
-    return {"run": run_key(config, p, NAME), "split": split, "eval_size": cap}
+    s = p.settings(NAME)
+    if split != removal.HELD_OUT:
+        return {"run": run_key(config, p, NAME), "split": split, "eval_size": eval_size(p, NAME)}
+    key = {"run": run_key(config, p, NAME), "split": split, "eval_size": s.held_out}
+    seeds = held_out_seeds(s)
+    return key if seeds == (config.train.seed,) else {**key, "unseen_by": list(seeds)}
 
 
 def span_unit(profile, config, split="validation"):
     """Scoring the spans of one stored run on `split` (removal.evaluate_spans) as a unit of work: it reads
     the run's saved adapter, so the run is its need (work.ready trains the run again when the adapter is
-    gone)."""
+    gone). Held out, the spec names the seeds whose subsets the examples avoid."""
     p = resolve(profile)
     key = span_key(p, config, split)
     spec = {"step": "spans", "config": config.to_dict(), "split": split, "eval_size": key["eval_size"]}
+    if split == removal.HELD_OUT:
+        spec["seeds"] = list(held_out_seeds(p.settings(NAME)))
     return Work(SPANS, key, spec, needs=(training_unit(p, NAME, config),),
                 label=f"spans of {describe(config)} on {split}")
 
 
 def held_out_runs(profile, store):
-    """{task: [RunConfig]} of the runs whose spans are scored on held-out examples (the setting held_out):
-    the scored run (scored_runs), then its budget controls, whose spans show whether the claims survive
-    twice the steps. Empty when held_out is None."""
+    """{task: [[a seed's scored run, then its budget controls] for each seed]} of the runs whose spans are
+    scored on held-out examples (the setting held_out): the scored runs (scored_seeds), each followed by its
+    budget controls, whose spans show whether the claims survive twice the steps. Empty when held_out is None."""
     p = resolve(profile)
     if p.settings(NAME).held_out is None:
         return {}
     chosen = chosen_from(p, NAME, store_lookup(store, p, NAME))
-    return _with_controls(p, scored_runs(p, store), chosen)
+    return _with_controls(p, scored_seeds(p, store), chosen)
 
 
 def _with_controls(p, scored, chosen):
-    """{task: [its scored run, then that run's budget controls]} for {task: scored run}."""
+    """{task: [[a seed's run, then its budget controls] for each seed]} for {task: [scored run per seed]}."""
     controls = budget_controls(p, NAME, chosen)
-    return {task: [run, *[c for r, c in controls if r == run]] for task, run in scored.items()}
+    return {task: [[run, *[c for r, c in controls if r == run]] for run in runs] for task, runs in scored.items()}
 
 
 def _span_units(p, scored, held_out):
-    """Span units: one on validation per scored run (the heatmap's), one on held-out examples per run of
-    `held_out` (held_out_runs: the claims')."""
+    """Span units: one on validation per scored run (the heatmap's: {task: run}), one on held-out examples per
+    run of `held_out` (held_out_runs: the claims')."""
     return ([span_unit(p, c) for c in scored.values()]
-            + [span_unit(p, c, removal.HELD_OUT) for runs in held_out.values() for c in runs])
+            + [span_unit(p, c, removal.HELD_OUT) for groups in held_out.values() for runs in groups for c in runs])
 
 
 def work(p, family, store):
@@ -150,21 +195,22 @@ def work(p, family, store):
 
 def span_units_once_trained(profile):
     """The span units layer removal's work will hold once all its runs are stored, before any is: each
-    task's first planned run stands in for the one validation will pick, which changes the units' keys but
-    not their number, splits or sizes. What a plan's scoring costs before it is trained (study init)."""
+    task's first planned run of each seed stands in for the one validation will pick, which changes the units'
+    keys but not their number, splits or sizes. What a plan's scoring costs before it is trained (study init)."""
     p = resolve(profile)
     stand_in = {}
     for c in plan(p, {}):
-        stand_in.setdefault(c.task, c)
-    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, stand_in, {})
-    return _span_units(p, stand_in, held_out)
+        stand_in.setdefault(c.task, {}).setdefault(c.train.seed, c)
+    seeds = {task: list(by_seed.values()) for task, by_seed in stand_in.items()}
+    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, seeds, {})
+    return _span_units(p, {task: runs[0] for task, runs in seeds.items()}, held_out)
 
 
 def score_spans(spec, needs, out):
     """The worker of a span unit (span_unit): every span of the run's saved adapter (its need's
-    files) scored on the spec's split."""
+    files) scored on the spec's split (held out: avoiding the subsets of the spec's seeds)."""
     return removal.evaluate_spans(T.RunConfig.from_dict(spec["config"]), needs[0], spec["eval_size"], spec["split"],
-                                  progress=spec.get("progress", False))
+                                  progress=spec.get("progress", False), seeds=spec.get("seeds"))
 
 
 # ----------------------------------------------------------------------------- table
@@ -180,13 +226,13 @@ def stored_spans(profile, records, root=None):
 
 
 def stored_held_out_spans(profile, records, root=None):
-    """{task: [(RunConfig, its span record) of the scored run, then of each of its budget controls]} on
-    held-out examples (held_out_runs; {} when the profile holds none out), from the store under
+    """{task: [[(RunConfig, its span record) of a seed's scored run, then of each of its budget controls] for
+    each seed]} on held-out examples (held_out_runs; {} when the profile holds none out), from the store under
     `root`."""
     p = resolve(profile)
     store = running.store_of(p, root=root)
-    return {task: [(c, store.get(span_key(p, c, removal.HELD_OUT), SPANS)) for c in runs]
-            for task, runs in held_out_runs(p, store).items()}
+    return {task: [[(c, store.get(span_key(p, c, removal.HELD_OUT), SPANS)) for c in runs] for runs in groups]
+            for task, groups in held_out_runs(p, store).items()}
 
 
 def _span_rows(p, task, best, s):
@@ -223,16 +269,17 @@ def build_tables(profile, records, spans, held_out):
     The all-removed cell is first_layer=0, last_layer=n_layers-1; the diagonal is single layers.
     timings: {"cached_seconds", "naive_seconds", "examples"} summed over the tasks' span records.
 
-    `held_out` ({task: span records}, stored_held_out_spans) gives the extra table HELD_OUT_TABLE, what the
-    claims read: the same columns for the spans scored on examples the run never trained on, with
-    majority_correct (the majority-class predictor's bits) and, from the run's budget control, value_2x,
-    full_value_2x, correct_2x, full_correct_2x and steps_2x on the same examples."""
+    `held_out` ({task: span records per seed}, stored_held_out_spans) gives the extra table HELD_OUT_TABLE, what
+    the claims read: the same columns for the spans of every seed's run scored on one set of examples no seed's
+    run trained on (one row per span and seed), with majority_correct (the majority-class predictor's bits) and,
+    from the seed's budget control, value_2x, full_value_2x, correct_2x, full_correct_2x and steps_2x on the
+    same examples."""
     p = resolve(profile)
     best = best_runs(records)
     rows = [row for task, run in best.items() for row in _span_rows(p, task, run, spans[task])]
     timings = [s["timing"] for s in spans.values() if s.get("timing")]
     return FamilyResult(NAME, tidy_frame(rows, FAMILY),
-                        extra={HELD_OUT_TABLE: held_out_table(p, best, held_out)} if held_out else {},
+                        extra={HELD_OUT_TABLE: held_out_table(p, best_seeds(records), held_out)} if held_out else {},
                         timings={k: sum(t[k] for t in timings) for k in ("cached_seconds", "naive_seconds", "examples")}
                         if timings else None)
 
@@ -241,20 +288,29 @@ HELD_OUT_TABLE = "layer_removal_held_out"  # the spans on held-out examples: wha
 
 
 def held_out_table(p, best, held_out):
-    """The spans of each task's scored run on held-out examples (build_layer_removal's HELD_OUT_TABLE)."""
+    """The spans of each task's scored runs on held-out examples (build_tables's HELD_OUT_TABLE), from `best`
+    ({task: the scored runs' records}, best_seeds) and `held_out` (stored_held_out_spans)."""
     rows = []
-    for task, ((_, s), *controls) in held_out.items():
-        mine = _span_rows(p, task, best[task], s)
-        for row in mine:
-            row["majority_correct"] = s["correct"]["majority"]
-        for config, control in controls:  # budget_factor x the steps, scored on the same examples
-            at_2x = {(i, j): (v, b) for (i, j, v), (_, _, b) in zip(control["spans"], control["correct"]["spans"])}
-            for row in mine:
-                row["value_2x"], row["correct_2x"] = at_2x[row["first_layer"], row["last_layer"]]
-                row.update(full_value_2x=control["full"], full_correct_2x=control["correct"]["full"],
-                           steps_2x=config.train.max_steps)
-        rows += mine
+    for task, groups in held_out.items():
+        record_of = {r["config"]["train"]["seed"]: r for r in best[task]}
+        for (config, s), *controls in groups:
+            rows += _held_out_rows(p, task, record_of[config.train.seed], s, controls)
     return tidy_frame(rows, FAMILY).assign(split=removal.HELD_OUT)
+
+
+def _held_out_rows(p, task, run, s, controls):
+    """The rows of one seed's run (its record `run`, its held-out span record `s`) with the majority class's
+    bits and its budget controls' columns ([(RunConfig, span record)])."""
+    mine = _span_rows(p, task, run, s)
+    for row in mine:
+        row["majority_correct"] = s["correct"]["majority"]
+    for config, control in controls:  # budget_factor x the steps, scored on the same examples
+        at_2x = {(i, j): (v, b) for (i, j, v), (_, _, b) in zip(control["spans"], control["correct"]["spans"])}
+        for row in mine:
+            row["value_2x"], row["correct_2x"] = at_2x[row["first_layer"], row["last_layer"]]
+            row.update(full_value_2x=control["full"], full_correct_2x=control["correct"]["full"],
+                       steps_2x=config.train.max_steps)
+    return mine
 
 
 def build(profile, records, root=None):
@@ -295,7 +351,8 @@ def figure(df, span=None):
 
 # ----------------------------------------------------------------------------- claims and reading
 
-# one trained model with the adapters of some layers removed, paired by example with it
+# each seed's trained model with the adapters of some layers removed, paired by example with it on one set of
+# held-out examples, the seeds and the examples crossed (stats.two_level)
 CLAIMS = (
     accuracy_claim(NAME, "{task}: lower layers' adapters removable with a small loss (layers 0–{last_lower} "
                    "removed vs none)", "==", "lower half removed", "none removed",
@@ -312,22 +369,34 @@ CLAIMS = (
 )
 
 
-def _spans(d, split, budget=""):
-    """(bits, value) of span x's per-example correct bits and score on the table's examples (x: (first, last),
-    None for nothing removed, "majority class" for the majority-class predictor), from the table's columns
-    correct, full_correct and majority_correct; budget "_2x": the budget control's columns (correct_2x, ...)."""
-    def row(x):
-        return d[(d["first_layer"] == x[0]) & (d["last_layer"] == x[1])].iloc[0]
+def _per_seed(d):
+    """One task's table as one frame per seed's run, in seed order (the whole table when it names no seed)."""
+    return [g for _, g in d.groupby("seed", sort=True)] if "seed" in d else [d]
 
-    def bits(x):
+
+def _spans(d, split, budget=""):
+    """(bits, value) of span x on the table's examples (x: (first, last), None for nothing removed, "majority
+    class" for the majority-class predictor): bits(x), each seed's per-example correct bits (a list in seed
+    order, what stats.two_level pairs), and value(x), its score's mean over the seeds; from the table's columns
+    correct, full_correct and majority_correct; budget "_2x": the budget control's columns (correct_2x, ...)."""
+    runs = _per_seed(d)
+
+    def row(g, x):
+        return g[(g["first_layer"] == x[0]) & (g["last_layer"] == x[1])].iloc[0]
+
+    def one(g, x):
         column = {None: f"full_correct{budget}", "majority class": "majority_correct"}.get(x)
-        if column is not None and column not in d:
+        if column is not None and column not in g:
             raise ValueError(f"the layer-removal table scored on {split} has no {column}; score the spans with each "
                              "example's correctness of the full model and of the majority-class predictor")
-        return d[column].iloc[0] if column else row(x)[f"correct{budget}"]
+        return g[column].iloc[0] if column else row(g, x)[f"correct{budget}"]
+
+    def bits(x):
+        return [one(g, x) for g in runs]
 
     def value(x):
-        return float(d[f"full_value{budget}"].iloc[0] if x is None else row(x)[f"value{budget}"])
+        return sum(float(g[f"full_value{budget}"].iloc[0] if x is None else row(g, x)[f"value{budget}"])
+                   for g in runs) / len(runs)
     return bits, value
 
 
@@ -343,23 +412,37 @@ def _members(d, claim):
 
 
 def span_members(d, claim):
-    """(Differences, names) of a declared 04 claim's members on one task's table, paired by example on the
-    table's own split (_members)."""
+    """(Differences, names) of a declared 04 claim's members on one task's table (_members): a - b paired by
+    seed and by example on the table's own split, seeds and examples crossed (stats.two_level; one seed: the
+    interval of that run, its examples' sampling only)."""
     n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
     bits, _ = _spans(d, split)
     names, pairs = _members(d, claim)
-    return [stats.by_example(bits(b), bits(a), n, split) for a, b in pairs], names
+    return [stats.two_level(bits(b), bits(a), n, split) for a, b in pairs], names
 
 
 def span_moves(d, claim):
     """[stats.Difference] of each member's move at the budget control's steps (its _2x columns): (a - b at 2x)
-    - (a - b at 1x), paired by example on the table's split; [] when the table has no budget control."""
+    - (a - b at 1x), over the seeds that have a control, paired by seed and example on the table's split; []
+    when no seed has one."""
     if "correct_2x" not in d:
         return []
+    controlled = d[d["correct_2x"].map(lambda bits: isinstance(bits, str))]
+    if not len(controlled):
+        return []
     n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
-    (at_1x, _), (at_2x, _) = _spans(d, split), _spans(d, split, "_2x")
-    return [stats.claim_move(n, [at_1x(a)], [at_2x(a)], [at_1x(b)], [at_2x(b)], split)
-            for a, b in _members(d, claim)[1]]
+    (at_1x, _), (at_2x, _) = _spans(controlled, split), _spans(controlled, split, "_2x")
+    return [stats.claim_move(n, at_1x(a), at_2x(a), at_1x(b), at_2x(b), split) for a, b in _members(d, claim)[1]]
+
+
+def _runs_text(d, split, n):
+    """'one run, its spans scored on the held-out split, 6,000 examples' or, for several seeds, '3 runs (seeds
+    0, 1, 2), their spans scored on the same 6,000 examples of the held-out split'."""
+    seeds = [int(g["seed"].iloc[0]) for g in _per_seed(d)] if "seed" in d else [0]
+    if len(seeds) == 1:
+        return f"one run, its spans scored on the {split} split, {n:,} examples"
+    return (f"{len(seeds)} runs (seeds {', '.join(map(str, seeds))}), their spans scored on the same {n:,} examples "
+            f"of the {split} split")
 
 
 def read(df, budget=None):
@@ -367,18 +450,21 @@ def read(df, budget=None):
     examples."""
     lines, found = [], []
     for task, d in df.groupby("task", sort=False):
-        full, base = d["full_value"].iloc[0], d["baseline"].iloc[0]
         n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
         _, value = _spans(d, split)
+        runs = _per_seed(d)
+        full, base = value(None), sum(float(g["baseline"].iloc[0]) for g in runs) / len(runs)
+        converged = unconverged(pd.concat([g.head(1) for g in runs]))
+        means = "" if len(runs) == 1 else "seed means: "
         half = layers // 2
         worst = min(range(layers), key=lambda i: value((i, i)))
-        lines += [f"**Layer removal, {task}** (one run, its spans scored on the {split} split, {n:,} examples; "
+        lines += [f"**Layer removal, {task}** ({_runs_text(d, split, n)}; "
                   f"sampling SE of one score {pts(math.sqrt(full * (1 - full) / n))} points; "
-                  f"{unconverged(d.head(1)).replace('runs', 'run')}):",
-                  f"- every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value((0, half - 1)))}, "
+                  f"{converged.replace('runs', 'run') if len(runs) == 1 else converged}):",
+                  f"- {means}every adapter {pts(full)}; lower half (layers 0–{half - 1}) removed {pts(value((0, half - 1)))}, "
                   f"upper half ({half}–{layers - 1}) removed {pts(value((half, layers - 1)))}, all removed "
                   f"{pts(value((0, layers - 1)))}; majority class {pts(base)}.",
-                  "- one layer removed, minus every adapter: " + ", ".join(
+                  f"- {means}one layer removed, minus every adapter: " + ", ".join(
                       f"layer {i} {pts(value((i, i)) - full, True)}" for i in range(layers))
                   + f" points (at worst layer {worst}; no interval: the worst of {layers} is chosen by the data)."]
         fields = dict(task=task, last_lower=half - 1)

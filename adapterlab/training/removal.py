@@ -186,13 +186,15 @@ def time_span_evaluation(model, batches, device="auto", precision="fp32", n_batc
             "examples": int(sum(len(g) for g in sample.groups)), "speedup": seconds[False] / seconds[True]}
 
 
-HELD_OUT = "held-out"  # the train split's examples the run never trained on (tasks.unused)
+HELD_OUT = "held-out"  # the train split's examples the runs never trained on (tasks.unused)
 
 
-def scored_split(config, task, split, size):
+def scored_split(config, task, split, size, seeds=None):
     """The task with only the split its spans are scored on: "validation" capped at `size` (cap_eval), or
-    HELD_OUT, up to `size` examples of the train split the run's seeded subset left out (tasks.unused), where
-    neither the run's state nor the run itself was chosen. The train split stays: the majority class is its."""
+    HELD_OUT, up to `size` examples of the train split that the seeded subsets of `seeds` (None: the run's own
+    seed) left out, in the first seed's order (tasks.unused), where neither the run's state nor the run itself
+    was chosen: runs of several seeds scored on one such set pair by example. The train split stays: the
+    majority class is its."""
     if split == "validation":
         capped = T.cap_eval(task, size)
         return replace(capped, splits={"train": task.splits["train"], split: capped.splits[split]})
@@ -201,21 +203,26 @@ def scored_split(config, task, split, size):
     if config.train_size is None:
         raise ValueError("held-out spans need a run trained on part of its train split (train_size); "
                          "this one trained on all of it: set the family's train_size, or drop held_out")
+    seeds = tuple(seeds) if seeds is not None else (config.train.seed,)
+    if config.train.seed not in seeds:
+        raise ValueError(f"held-out examples must avoid the run's own subset: add its seed {config.train.seed} to "
+                         f"the seeds {list(seeds)} whose subsets they leave out")
     whole = task_registry.load_task(config.task, seed=config.train.seed).splits["train"]
-    rest = task_registry.unused(whole, config.train_size, config.train.seed, task.text_fields, size)
+    rest = task_registry.unused(whole, config.train_size, seeds, task.text_fields, size)
     return replace(task, splits={"train": task.splits["train"], split: rest})
 
 
-def evaluate_spans(config, adapter_folder, eval_size, split="validation", progress=False, device="auto"):
+def evaluate_spans(config, adapter_folder, eval_size, split="validation", progress=False, device="auto",
+                   seeds=None):
     """The span record of a trained run (train.RunConfig `config`, its adapter saved in `adapter_folder`):
     every removed span scored on `split` (scored_split: validation capped at eval_size, or up to eval_size
-    held-out examples), with the per-example bits of the full model, every span and the majority-class
+    held-out examples that the subsets of `seeds` left out; None: the run's own), with the per-example bits of the full model, every span and the majority-class
     predictor (so each claim pairs by example), and a cached-against-naive timing on a sample of batches
     (time_span_evaluation) for notebook 04 to print."""
     start = time.perf_counter()
     model, tokenizer, task = T.build(config)
     load_adapter(model, adapter_folder)
-    task = scored_split(config, task, split, eval_size)
+    task = scored_split(config, task, split, eval_size, seeds)
     encoded = task_registry.encode(replace(task, splits={split: task.splits[split]}), tokenizer,
                                    max_length=config.max_length)[split]
     batches = task_registry.batches(encoded, tokenizer, config.train.batch_size, shuffle=False)

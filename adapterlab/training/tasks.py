@@ -417,18 +417,21 @@ def subsample(dataset: datasets.Dataset, n: int, seed: int) -> datasets.Dataset:
     return dataset.select(order[:n])
 
 
-def unused(dataset: datasets.Dataset, n_used: int, seed: int, text_fields, n: int | None = None) -> datasets.Dataset:
-    """Up to n examples of `dataset` that subsample(dataset, n_used, seed) leaves out, in the same seeded
-    order: examples a run trained on that subset never saw and nothing was chosen on (a held-out split).
-    An example whose text also occurs among the trained-on ones (a retweet, a copied review) is left out
+def unused(dataset: datasets.Dataset, n_used: int, seeds, text_fields, n: int | None = None) -> datasets.Dataset:
+    """Up to n examples of `dataset` that none of the subsets subsample(dataset, n_used, seed) of `seeds` (a
+    tuple of seeds) holds, in the first seed's order: examples that runs trained on those subsets never saw
+    and nothing was chosen on (a held-out split; one set for runs of several seeds, so that they pair by
+    example). An example whose text also occurs among any subset's (a retweet, a copied review) is left out
     too, so "never saw" holds for the text, not only for the row."""
     if not 0 < n_used < len(dataset):
         raise ValueError(f"a run trained on {n_used} of {len(dataset)} train examples leaves none held out: "
                          f"choose a train size below {len(dataset)}, or score on the test split")
-    order = np.random.default_rng(seed).permutation(len(dataset))
+    if not seeds:
+        raise ValueError("unused() needs the seeds of the runs whose subsets to leave out, e.g. seeds=(0,)")
+    orders = [np.random.default_rng(seed).permutation(len(dataset)) for seed in seeds]
     texts = list(zip(*[dataset[f] for f in text_fields]))
-    seen = {texts[i] for i in order[:n_used]}
-    rest = [int(i) for i in order[n_used:] if texts[i] not in seen]
+    seen = {texts[i] for order in orders for i in order[:n_used]}
+    rest = [int(i) for i in orders[0] if texts[i] not in seen]
     return dataset.select(rest if n is None else rest[:n])
 
 

@@ -209,7 +209,7 @@ def _fake_scoring(monkeypatch):
 
     scored = []
 
-    def evaluate_spans(config, adapter_folder, eval_size, split, progress=False):
+    def evaluate_spans(config, adapter_folder, eval_size, split, progress=False, seeds=None):
         assert (adapter_folder / ADAPTER_CONFIG).read_text() == "{}"
         scored.append((config, split))
         return {"eval_size": eval_size}

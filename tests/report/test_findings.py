@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from adapterlab.experiments import families, planning, rules, stats
-from adapterlab.families import param_performance
+from adapterlab.families import layer_removal, param_performance
 from adapterlab.families import teaching
 from adapterlab.report import document, findings, provenance, tables
 from adapterlab.training import train
@@ -314,9 +314,11 @@ def test_layer_removal_on_held_out_examples_pairs_spans_by_example():
     found = findings.claims("layer_removal", df)
     lower = claim(found, "lower layers")
     # layers 0-1 removed lose 8 of 1,000 examples, nothing gained: -0.8 points with a paired SE of 0.28, inside
-    # the 1.5-point margin
-    assert lower.label == "reproduced" and lower.diff.how == "paired by example on 1,000 test examples"
+    # the 1.5-point margin; one run, so the interval is that run's: its examples' sampling only
+    assert lower.label == "reproduced" and lower.diff.how == "one run each, paired by example on 1,000: test sampling only"
     assert lower.diff.estimate == pytest.approx(-0.008)
+    # the paired SE of 8 disagreements in 1,000: sqrt((8/1000 - 0.008^2) / 999), to float rounding
+    assert lower.diff.se == pytest.approx(math.sqrt((0.008 - 0.008 ** 2) / 999), rel=1e-9)
     assert claim(found, "upper layers").label == "reproduced"
     # one layer at a time: layers 0 and 1 lose 4 examples, 2 and 3 lose 150 (15 points): every layer must hold
     single = claim(found, "single layer")
@@ -357,6 +359,70 @@ def test_layer_removal_claims_at_this_budget_unless_their_own_control_holds():
     # all removed against the majority class: (0, 3) loses 200 more, so that claim moves too; the upper half's
     # span (2, 3) does not start at 0, but "upper layers" compares it with the lower half, which moves
     assert claim(moved.items(), "majority class").at_budget and claim(moved.items(), "upper layers").at_budget
+
+
+def seed_span_rows(seeds, lost, n=N, majority=630):
+    """04's held-out table of one model per seed on the same n examples: seed s's model is right on 830 + 5 s of
+    them, starting at example 97 s (cyclically), and loses lost(first, last, s) of those without the adapters of
+    layers first..last; the majority-class predictor is right on the first `majority`. Each seed's budget
+    control loses one example more per span."""
+    def right(count, shift):
+        bits = np.zeros(n, dtype=bool)
+        bits[(shift + np.arange(count)) % n] = True
+        return bits
+
+    rows = []
+    for seed in seeds:
+        full, shift = 830 + 5 * seed, 97 * seed
+        for first in range(4):
+            for last in range(first, 4):
+                at_1x, at_2x = (right(full - lost(first, last, seed) - extra, shift) for extra in (0, 1))
+                rows.append(dict(task="t", first_layer=first, last_layer=last, value=at_1x.mean(), full_value=full / n,
+                                 baseline=majority / n, eval_examples=n, n_layers=4, split="held-out", seed=seed,
+                                 correct=train.correct_bits(at_1x), full_correct=train.correct_bits(right(full, shift)),
+                                 majority_correct=train.correct_bits(np.arange(n) < majority), **CURRENT,
+                                 converged=True, value_2x=at_2x.mean(), correct_2x=train.correct_bits(at_2x),
+                                 full_value_2x=full / n, full_correct_2x=train.correct_bits(right(full, shift)),
+                                 steps_2x=480))
+    return pd.DataFrame(rows)
+
+
+def seed_loss(first, last, seed):  # small below layer 2, large above, each seed a little differently
+    return (2 + 2 * seed) * (last - first + 1) if last < 2 else (140 + 10 * seed) * (last - first + 1)
+
+
+def test_layer_removal_with_seeds_crosses_seeds_and_held_out_examples():
+    """With three seeds' runs scored on one held-out set, each claim's member is a - b paired by seed and by
+    example: the crossed estimator (stats.two_level) on the same per-seed bits, not one run's interval."""
+    df = seed_span_rows((0, 1, 2), seed_loss)
+    found = findings.claims("layer_removal", df)
+
+    def bits(first, last):
+        return [df[(df["seed"] == s) & (df["first_layer"] == first) & (df["last_layer"] == last)]["correct"].iloc[0]
+                for s in (0, 1, 2)]
+    full = [df[df["seed"] == s]["full_correct"].iloc[0] for s in (0, 1, 2)]
+    lower = claim(found, "lower layers").diff  # lower half (0-1) removed minus none removed
+    direct = stats.two_level(full, bits(0, 1), N, "held-out")
+    assert (lower.estimate, lower.se, lower.df, lower.how) == (direct.estimate, direct.se, direct.df, direct.how)
+    assert lower.how == "seeds x held-out examples (3 x 1,000), crossed"
+    # the seeds lose 4, 8 and 12 examples: -0.8 points on average, as the crossed estimate says
+    assert lower.estimate == pytest.approx(-0.008)
+    upper = claim(found, "upper layers").diff  # lower half removed minus upper half (2-3) removed
+    assert upper == stats.two_level(bits(2, 3), bits(0, 1), N, "held-out")
+    majority = [df["majority_correct"].iloc[0]] * 3
+    assert claim(found, "majority class").diff == stats.two_level(majority, bits(0, 3), N, "held-out")
+    assert not any(v.at_budget for _, v in found)  # every seed's control moves by one example: each holds
+    text = "\n".join(findings.reading("layer_removal", df))
+    assert "(3 runs (seeds 0, 1, 2), their spans scored on the same 1,000 examples of the held-out split;" in text
+    assert "3 of 3 runs converged" in text and "- seed means: every adapter 83.5;" in text
+
+
+def test_layer_removal_moves_read_only_the_seeds_with_a_budget_control():
+    df = seed_span_rows((0, 1, 2), seed_loss)
+    uncontrolled = df["seed"] == 2
+    df.loc[uncontrolled, ["correct_2x", "full_correct_2x"]] = None
+    [move] = layer_removal.span_moves(df, next(c for c in layer_removal.CLAIMS if "upper" in c.says))
+    assert move.n == 2 and "(2 x 1,000)" in move.how  # seeds 0 and 1 only
 
 
 def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim():

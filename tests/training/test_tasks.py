@@ -211,14 +211,27 @@ def test_unused_examples_are_those_the_seeded_subset_left_out_and_no_text_it_tra
     dataset = datasets.Dataset.from_dict({"sentence": [f"text {i % 90}" for i in range(100)],
                                           "label": [i % 2 for i in range(100)]})  # rows 90-99 repeat rows 0-9
     trained = set(subsample(dataset, 30, seed=3)["sentence"])
-    held = unused(dataset, 30, seed=3, text_fields=("sentence",))
+    held = unused(dataset, 30, seeds=(3,), text_fields=("sentence",))
     assert not trained & set(held["sentence"])  # no row, and no text, the subset trained on
     rest = np.random.default_rng(3).permutation(100)[30:]  # subsample's permutation, after its first 30
     assert held["sentence"] == [f"text {i % 90}" for i in rest if f"text {i % 90}" not in trained]
     assert len(held) < 70  # some repeats of trained texts were dropped
-    assert unused(dataset, 30, 3, ("sentence",), n=5)["sentence"] == held["sentence"][:5]  # same order, capped
+    assert unused(dataset, 30, (3,), ("sentence",), n=5)["sentence"] == held["sentence"][:5]  # same order, capped
     with pytest.raises(ValueError, match="leaves none held out"):
-        unused(dataset, 100, 3, ("sentence",))
+        unused(dataset, 100, (3,), ("sentence",))
+
+
+def test_unused_examples_of_several_seeds_avoid_every_subsets_texts_in_the_first_seeds_order():
+    dataset = datasets.Dataset.from_dict({"sentence": [f"text {i % 90}" for i in range(100)],
+                                          "label": [i % 2 for i in range(100)]})  # rows 90-99 repeat rows 0-9
+    trained = {t for seed in (3, 4, 5) for t in subsample(dataset, 20, seed=seed)["sentence"]}
+    held = unused(dataset, 20, (3, 4, 5), ("sentence",))
+    assert not trained & set(held["sentence"])  # no row, and no repeat of a text, that any subset trained on
+    order = np.random.default_rng(3).permutation(100)  # the first seed's
+    assert held["sentence"] == [f"text {i % 90}" for i in order if f"text {i % 90}" not in trained]
+    rows = {int(i) for seed in (3, 4, 5) for i in np.random.default_rng(seed).permutation(100)[:20]}
+    assert len(held) < 100 - len(rows)  # some rows no subset holds were dropped: repeats of a trained text
+    assert set(held["sentence"]) < set(unused(dataset, 20, (3,), ("sentence",))["sentence"])
 
 
 # ---------------------------------------------------------------- GLUE from TSV files
