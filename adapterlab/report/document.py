@@ -216,7 +216,7 @@ def tally(rows):
     untested = Counter("not run" if h.label.startswith("not run") else h.label for *_, h in corrected(rows)
                        if not h.judged)
     return (f"{len(tested)} tested claims, after Holm's correction over all of them: "
-            + ", ".join(f"{counts[k]} {k}" for k in labels if counts[k])
+            + (", ".join(f"{counts[k]} {k}" for k in labels if counts[k]) or "none")
             + (f"; {sum(untested.values())} claims outside it, untested: " + ", ".join(
                 f"{n} {k}" for k, n in untested.items()) if untested else "")
             + (f"; {sum(done.values())} exact checks, outside it: " + ", ".join(f"{n} {k}" for k, n in done.items())
