@@ -132,6 +132,16 @@ def test_a_study_loads_as_the_profile_its_settings_describe(study, root):
     assert task_registry.DATA_TASKS["qa"] == files.spec(str(study.parent / "qa.csv"), ["question", "answer"], "topic")
 
 
+def test_runs_on_a_carved_validation_split_key_on_the_carving_rule(study):
+    """A study whose validation is carved from its file keys its runs on files.CARVE_VERSION, so runs stored under
+    another carving rule (other rows in validation and train) stop matching; one with its own file does not."""
+    p = profiles.get(str(study))
+    config = planning.plan(p, "init_scale")[0]
+    assert planning.run_key(config, p, "init_scale")["carve_version"] == files.CARVE_VERSION
+    assert "carve_version" not in planning.run_key(planning.plan("smoke", "init_scale")[0], "smoke", "init_scale")
+    assert files.carves_validation("qa.csv?test=t.csv") and not files.carves_validation("qa.csv?validation=v.csv")
+
+
 def test_a_split_file_names_its_task_by_its_folder(tmp_path):
     """A file named for a split (train.csv, as exported beside validation.csv and test.csv) says nothing of
     the task: its folder's name does; any other file's stem is the name."""
