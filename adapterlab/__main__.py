@@ -49,7 +49,8 @@ def task_list():
     lines = [f"  {name:<{width}}  {description}" for name, description in TASKS.items()]
     own = textwrap.fill("your own data: --task FILE (.csv, .tsv, .jsonl, .parquet) or hf:NAME[:CONFIG], with "
                         "--text-column (twice for sentence pairs), --label-column and optionally --validation FILE "
-                        "--test FILE (else a seeded, stratified 80/10/10 split); --output-dir DIR keeps the model "
+                        "--test FILE (else a seeded, stratified split: test a tenth, validation a fifth or 200 rows "
+                        "where the data allow); --output-dir DIR keeps the model "
                         "for `predict` and `evaluate`.", width=100)
     return "built-in tasks (--task):\n" + "\n".join(lines) + "\n\n" + own
 

@@ -23,6 +23,8 @@ from dataclasses import replace
 
 from . import families
 from . import profiles as profiles_module
+from ..training import files
+from ..training import tasks as task_registry
 from ..training import train as T
 from ..methods.config import method
 from .results import config_key
@@ -54,11 +56,14 @@ def eval_size(profile, family):
 
 def run_key(config, profile, family):
     """The result-store config of a run: the RunConfig as a dict, the full method it resolves to (so a
-    changed preset default changes the key), the CODE_VERSION, plus "eval_size" when the profile (or the
+    changed preset default changes the key), the CODE_VERSION, plus "carve_version" for a data task whose
+    validation split is carved from its file (files.CARVE_VERSION) and "eval_size" when the profile (or the
     family's settings) caps the evaluation sets."""
     d = config.to_dict()
     d["method_config"] = method(config.method, **config.method_args).to_dict()
     d["code_version"] = CODE_VERSION
+    if files.carves_validation(task_registry.DATA_TASKS.get(config.task, config.task)):
+        d["carve_version"] = files.CARVE_VERSION  # a carved validation split's rows are the carving rule's
     cap = eval_size(profile, family)
     if cap is not None:
         d["eval_size"] = cap

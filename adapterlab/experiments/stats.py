@@ -47,6 +47,17 @@ MARGIN = 0.015
 # score at the ~63% majority rate on the 1,442 validation tweets, so it is not shown to beat always answering
 # the majority class. One rule for every family.
 COLLAPSE = 0.03
+# A claim is judged only on runs that learned (learned): some arm's score on the claim's split shown above the
+# majority class by more than the claim's margin, one-sided at ALPHA over the arms (Bonferroni). Otherwise, or
+# where no run of the claim converged and no budget control of its own holds, it reads one of these and leaves
+# Holm's family (holm); so does a claim whose arm the study did not plan (NOT_RUN, with the arm's name).
+NOT_LEARNED = "not judged: its runs did not learn"
+NOT_CONVERGED = "not judged: did not converge at this budget"
+NOT_RUN = "not run (this study has no {})"
+UNTESTED = ("not judged", "not run")  # the labels' beginnings that keep a claim out of Holm's family
+# Two arms right and wrong on the very same examples (every seed) differ by exactly 0: no sampling noise to
+# estimate, and a zero-width interval (Difference.exact)
+IDENTICAL = "identical predictions: no sampling noise"
 LEVEL = 0.95  # two-sided confidence of every interval we print, and of the readings "reversed" / "not reproduced"
 ALPHA = 1 - LEVEL  # every pre-declared test's level, before Holm's correction over the claims
 Z_ONE_SIDED = float(dist.norm.ppf(1 - ALPHA))  # 1.645: the one-sided 95% bound of a gain measured on many examples
@@ -109,10 +120,11 @@ class Arms:
 @dataclass(frozen=True)
 class Difference:
     """A difference of means a - b with its standard error and the degrees of freedom of its t distribution
-    (math.inf: normal). se is NaN when there is no noise estimate (one seed), and a zero SE is none either: two
-    arms that agree on every example, or seeds that all moved alike, show no spread, which is not evidence of
-    no noise, and no t statistic can be formed from it. design holds what the variance is made of (Crossed or
-    Arms), for projecting it to another number of seeds or examples."""
+    (math.inf: normal). se is NaN when there is no noise estimate (one seed; seeds that all moved alike, whose
+    lack of spread is no evidence of no noise). se is exactly 0 for an exact difference (`exact`): per-example
+    differences that are the same number on every example and seed, as two arms right and wrong on the same
+    examples (IDENTICAL); its interval has zero width and every test reads it as the number it is. design holds
+    what the variance is made of (Crossed or Arms), for projecting it to another number of seeds or examples."""
 
     estimate: float
     se: float
@@ -127,11 +139,23 @@ class Difference:
         return self.estimate - half, self.estimate + half
 
     def half_width(self, level=LEVEL):
+        if self.exact:
+            return 0.0
         return float(dist.t.ppf(0.5 + level / 2, self.df) * self.se) if self.known else math.nan
 
     @property
     def known(self):
-        return self.se > 0  # False for NaN too
+        """A noise estimate to form a t statistic from (False for an exact difference, and for NaN)."""
+        return self.se > 0
+
+    @property
+    def exact(self):
+        """No sampling noise: the same per-example difference on every example and seed (se exactly 0)."""
+        return self.se == 0
+
+    @property
+    def testable(self):
+        return self.known or self.exact
 
 
 def paired(a, b, how="paired by seed"):
@@ -159,7 +183,7 @@ def welch(a, b):
     if np.ndim(b) == 0:
         n = len(a)
         se = a.std(ddof=1) / math.sqrt(n) if n >= 2 else math.nan
-        df = n - 1 if n >= 2 else math.nan
+        se, df = (se, n - 1) if se > 0 else (math.nan, math.nan)  # runs that agree show no spread: no estimate
         return Difference(float(a.mean() - float(b)), float(se), df, n, "against an exact value")
     b = np.asarray(b, dtype=float)
     if len(a) < 2 or len(b) < 2:
@@ -185,7 +209,7 @@ def scores(p_a, p_b, n, b_exact=False):
     per-example record): SE = sqrt(p_a(1-p_a)/n + p_b(1-p_b)/n), normal. Conservative: two models scored on
     the same examples agree on most of them, so the paired SE (paired_difference) is smaller. b_exact: p_b is
     known without noise (the majority class of the split), so only p_a's sampling SE counts."""
-    se = math.sqrt(p_a * (1 - p_a) / n + (0.0 if b_exact else p_b * (1 - p_b) / n))
+    se = math.sqrt(p_a * (1 - p_a) / n + (0.0 if b_exact else p_b * (1 - p_b) / n)) or math.nan  # 0 or 100%
     how = f"one score on {n:,} examples against an exact value" if b_exact else \
         f"two scores on {n:,} examples, unpaired (binomial)"
     return Difference(float(p_a - p_b), se, math.inf, n, how)
@@ -211,6 +235,8 @@ def by_example(a, b, n, split=""):
     """b - a for two classifiers' correct bits on the same n examples (paired_difference) as a Difference:
     normal, since n is large (hundreds of examples)."""
     d, se = paired_difference(a, b, n)
+    if se == 0:  # no example on which they disagree, or every one alike
+        return replace(_exact(d, 1, n, split or "shared"), n=n)
     return Difference(d, se, math.inf, n, f"paired by example on {n:,}" + (f" {split} examples" if split else ""),
                       Crossed(0.0, se * se * n, 0.0, 1, n))
 
@@ -269,6 +295,8 @@ def crossed(d, split="test"):
     example SE), normal, and `how` says that the interval covers sampling of the split only."""
     d = np.asarray(d)
     seeds, examples = d.shape
+    if d.size and np.all(d == d.flat[0]):
+        return _exact(float(d.flat[0]), seeds, examples, split)
     if seeds == 1:
         row = d[0].astype(float)
         variance = row.var(ddof=1) / examples
@@ -282,6 +310,14 @@ def crossed(d, split="test"):
     known = variance > 0 and np.isfinite(df)
     return Difference(float(grand), math.sqrt(variance) if known else math.nan, float(df) if known else math.nan,
                       seeds, f"seeds x {split} examples ({seeds} x {examples:,}), crossed", design)
+
+
+def _exact(value, seeds, examples, split):
+    """The Difference of per-example differences that all equal `value`: no sampling noise, se 0 (IDENTICAL
+    when the value is 0: the two sides right and wrong on the same examples)."""
+    what = IDENTICAL if value == 0 else f"{value * 100:+g} points on every example: no sampling noise"
+    return Difference(value, 0.0, math.inf, seeds, f"{seeds} x {examples:,} {split} examples, {what}",
+                      Crossed(0.0, 0.0, 0.0, seeds, examples))
 
 
 def two_level(a, b, n, split="test"):
@@ -299,29 +335,63 @@ def gain_below_margin(gain, se, margin=MARGIN):
     return gain + Z_ONE_SIDED * se < margin
 
 
+def above(diff, null=0.0):
+    """P(T >= (estimate - null) / SE): the one-sided p-value of H0 "the true difference is null or less". For an
+    exact difference (no noise) the limit as SE goes to 0: 0 when the estimate lies above null, else 1 (an exact
+    number in H0 is no evidence against it). NaN without a noise estimate."""
+    if diff.exact:
+        return 0.0 if diff.estimate > null else 1.0
+    return float(dist.t.sf((diff.estimate - null) / diff.se, diff.df)) if diff.known else math.nan
+
+
+def below(diff, null=0.0):
+    """P(T <= (estimate - null) / SE): the one-sided p-value of H0 "the true difference is null or more" (above's
+    mirror, with the same limit for an exact difference)."""
+    if diff.exact:
+        return 0.0 if diff.estimate < null else 1.0
+    return float(dist.t.cdf((diff.estimate - null) / diff.se, diff.df)) if diff.known else math.nan
+
+
+def over_majority(bits, n, majority, split="test"):
+    """An arm's score minus the majority class's on the same n examples of `split`, over the arm's seeds: the
+    crossed estimator on each run's correct bits (one hex string per seed) less the majority class's score,
+    exact on those examples (as `scores` takes it, b_exact)."""
+    return crossed(np.stack([_bits(b, n) for b in bits]).astype(float) - majority, split)
+
+
+def learned(gains, margin=MARGIN, alpha=ALPHA):
+    """Whether the runs a claim rests on learned enough to judge it: some arm's gain over the majority class
+    (gains: over_majority of each arm, on the claim's split) is shown above the claim's margin, one-sided at
+    alpha / k for k arms (Bonferroni: runs that learned nothing pass for learned at most alpha of the time).
+
+    Why a test: a run that always answers the majority class still scores the majority rate give or take its
+    sampling noise, and so does any difference between two such runs; only a gain shown beyond that noise says
+    the run learned. Why the margin: where every arm is within a difference worth seeing of the majority class,
+    no difference between arms can be one worth seeing about the methods (both sit at the class mix), and
+    "on par", "below" or "above" would be read from noise. Why some arm and not each: an arm that falls to the
+    majority class while another learned is a finding (LayerNorm far below full, an init that collapses, every
+    adapter removed), not an absence of data. Why the claim's split: it is the one the verdict reads, where no
+    state or rate was chosen, so a lucky validation point cannot make a run look learned."""
+    k = len(gains)
+    return any(above(g, margin) < alpha / k for g in gains)
+
+
 def tost(diff, margin=MARGIN):
     """The p-value of the two one-sided tests of |true difference| >= margin: the larger of
     P(T >= (est + margin) / SE) and P(T <= (est - margin) / SE). Below alpha: equivalent within the margin."""
-    if not diff.known:
-        return math.nan
-    lower = dist.t.sf((diff.estimate + margin) / diff.se, diff.df)  # H0: difference <= -margin
-    upper = dist.t.cdf((diff.estimate - margin) / diff.se, diff.df)  # H0: difference >= +margin
-    return float(max(lower, upper))
+    return max(above(diff, -margin), below(diff, margin))  # H0: difference <= -margin; H0: >= +margin
 
 
 def equivalent(diff, margin=MARGIN, alpha=ALPHA_EQUIVALENCE):
     """True when the TOST rejects a difference of margin or more (the 1 - 2 alpha interval lies inside
     +-margin); False also when there is no noise estimate."""
-    return diff.known and tost(diff, margin) < alpha
+    return diff.testable and tost(diff, margin) < alpha
 
 
 def directional(diff, claim):
     """The one-sided p-value of the claimed direction: H0 true difference <= 0 for ">" (a above b), >= 0 for
     "<"; small: the direction is shown."""
-    if not diff.known:
-        return math.nan
-    t = diff.estimate / diff.se
-    return float(dist.t.sf(t, diff.df) if claim == ">" else dist.t.cdf(t, diff.df))
+    return above(diff) if claim == ">" else below(diff)
 
 
 def detectable(diff, claim=">", level=ALPHA, power=POWER):
@@ -329,6 +399,8 @@ def detectable(diff, claim=">", level=ALPHA, power=POWER):
     direction (">" or "<", one-sided) the smallest true difference, (t_{1-level} + t_{power}) x SE; for
     equivalence ("==", TOST) the smallest margin it shows when the true difference is nil,
     (t_{1-level} + t_{(1+power)/2}) x SE."""
+    if diff.exact:
+        return 0.0  # no noise: any difference shows
     if not diff.known:
         return math.nan
     second = power if claim != "==" else (1 + power) / 2
@@ -391,8 +463,21 @@ class Verdict:
     def _scaled(self, x):
         return (math.expm1(x) if self.log_ratio else x) * 100
 
+    @property
+    def judged(self):
+        """False for a claim not judged or not run (UNTESTED): no test, no place in Holm's family."""
+        return not self.label.startswith(UNTESTED)
+
+    @property
+    def one_run(self):
+        """True when every member rests on one run per arm (one seed): the verdict is about those runs."""
+        return all(isinstance(d.design, Crossed) and d.design.seeds == 1 for d in self.members) and \
+            bool(self.members)
+
     def __str__(self):
         label = self.label
+        if not self.judged:
+            return label
         if label == "inconclusive":
             if not self.diff.known:
                 label = "inconclusive (no noise estimate)"
@@ -401,6 +486,7 @@ class Verdict:
             else:
                 label = f"inconclusive (could detect ≥ {self._scaled(self.detectable):.1f} {self.unit})"
         return (label + (" at this budget" if self.at_budget else "")
+                + (", about these runs (1 seed)" if self.one_run else "")
                 + (f" (rate at the grid's end: {self.grid_end})" if self.grid_end else ""))
 
     def hypothesis(self):
@@ -446,7 +532,9 @@ class Verdict:
         the estimate, its two-sided 95% interval, and the bound or interval the pre-declared test reads."""
         if self.label.startswith("awaiting"):
             return f"no number yet ({self.diff.how})"
-        if not self.diff.known:
+        if math.isnan(self.diff.estimate):
+            return f"no number ({self.diff.how})"
+        if not self.diff.testable:
             return f"{self._scaled(self.diff.estimate):+.1f} {self.unit} ({self.diff.how}: no noise estimate)"
         low, high = self.diff.ci(LEVEL)
         member = f"deciding: {self.decided_by}; " if self.decided_by else ""
@@ -456,7 +544,7 @@ class Verdict:
     def interval(self):
         """'-1.0 [-2.0, +0.1] points; one-sided 95% upper bound +0.2': the estimate, its 95% interval (and the
         member that decides) and the bound the declared test reads at 5%; the numbers alone without noise."""
-        if not self.diff.known:
+        if not self.diff.testable:
             return self.numbers()
         low, high = self.diff.ci(LEVEL)
         member = f"; deciding: {self.decided_by}" if self.decided_by else ""
@@ -534,7 +622,7 @@ def _read(claim, members, level, margin, paper_value, opposite=True):
 
 
 def verdict(diffs, claim, paper, margin=MARGIN, unit="points", paper_value=None, at_budget=False, grid_end="",
-            names=(), log_ratio=False, split=""):
+            names=(), log_ratio=False, split="", unjudged=""):
     """Judge a paper's claim about a - b, declared before the data, on our differences `diffs` (one Difference,
     or one per member of a claim that holds only when each member does). Only the declared test gives p:
 
@@ -553,6 +641,8 @@ def verdict(diffs, claim, paper, margin=MARGIN, unit="points", paper_value=None,
                       +-margin): no difference worth seeing, or none the equivalence allows;
       inconclusive    otherwise.
     A cost ratio is judged on log_ratio differences with margin log(1 + COST_MARGIN) and unit "%".
+    unjudged: why the claim is not judged at all (NOT_LEARNED, NOT_CONVERGED): that is its label, with no
+    p-value, and its differences are kept only to be shown.
     """
     if claim not in (">", "<", "=="):
         raise ValueError(f"unknown claim {claim!r}; use '>' (a above b), '<' (a below b) or '==' (equal within "
@@ -561,6 +651,8 @@ def verdict(diffs, claim, paper, margin=MARGIN, unit="points", paper_value=None,
     if not members:
         raise ValueError("verdict() needs at least one Difference; a claim of several comparisons gives each")
     label, p, decider = _read(claim, members, ALPHA, margin, paper_value)
+    if unjudged:
+        label, p, at_budget = unjudged, math.nan, False
     return Verdict(claim, label, paper, decider, margin, unit, paper_value, p, at_budget, grid_end, members,
                    tuple(names), log_ratio=log_ratio, split=split)
 
@@ -584,17 +676,16 @@ def opposite_ps(claim, members, margin=MARGIN):
       "=="        not reproduced: H0 the difference lies within +-margin, shown outside on either side; no
                   "reversed" (NaN).
     _read at the same level draws the same conclusions from the intervals. NaN without a noise estimate."""
-    if not all(d.known for d in members):
+    if not all(d.testable for d in members):
         return math.nan, math.nan
     k = len(members)
     if claim == "==":
-        outside = [2 * min(dist.t.sf((d.estimate - margin) / d.se, d.df),
-                           dist.t.cdf((d.estimate + margin) / d.se, d.df)) for d in members]
+        outside = [2 * min(above(d, margin), below(d, -margin)) for d in members]
         return float(min(1.0, k * min(outside))), math.nan
-    sign = -1 if claim == "<" else 1
-    below = [2 * dist.t.cdf((sign * d.estimate - margin) / d.se, d.df) for d in members]
-    other_side = [2 * dist.t.cdf(sign * d.estimate / d.se, d.df) for d in members]
-    return float(min(1.0, k * min(below))), float(min(1.0, k * min(other_side)))
+    # the claimed side made positive: a "<" claim's difference read from the other end
+    short = [2 * (below(d, margin) if claim == ">" else above(d, -margin)) for d in members]
+    other_side = [2 * (below(d) if claim == ">" else above(d)) for d in members]
+    return float(min(1.0, k * min(short))), float(min(1.0, k * min(other_side)))
 
 
 def holm_levels(ps, alpha=ALPHA):
@@ -657,10 +748,16 @@ def holm(verdicts, alpha=ALPHA):
     larger effect, its interval at its level) when its declared test rejects at its Holm level; else "reversed"
     or "not reproduced" when that test rejects at its own level; else "inconclusive". holm_p and level are the
     declared test's. Claims without a p-value (no noise estimate, awaiting data) count in the family with their
-    hypotheses and keep their label; checks are not hypotheses and must not be passed in."""
+    hypotheses and keep their label; checks are not hypotheses and must not be passed in. A claim not judged
+    (its runs did not learn, or did not converge with no control of its own that holds) or not run is no test:
+    it leaves the family, so it neither draws a conclusion nor dilutes the others' level, and comes back as it
+    was (holm_p NaN)."""
     verdicts = list(verdicts)
     if any(v.check for v in verdicts):
         raise ValueError("holm() corrects tested claims only; report exact checks apart (Verdict.check)")
+    if not all(v.judged for v in verdicts):
+        tested = iter(holm([v for v in verdicts if v.judged], alpha))
+        return [next(tested) if v.judged else replace(v, holm_p=math.nan) for v in verdicts]
     opposite = [opposite_ps(v.claim, v.members, v.margin) if v.members else (math.nan, math.nan)
                 for v in verdicts]
     m = len(verdicts)

@@ -267,7 +267,7 @@ def header(out, summary, timing, hours, seconds, runs, passes, scale):
         f"04-07). Run it: python -m adapterlab regenerate --profile {out.name} --only 04,05,06,07 (notebooks 03 "
         "and 08 train on the packaged tasks). Edit any setting: every one is checked when the study is read.",
         f"The data: {len(summary.classes)} classes ({summary.balance()} of the train split), {kind}; splits "
-        f"{splits}; max_length {summary.max_length}.",
+        f"{splits}; max_length {summary.max_length}. {validation_note(summary)[0]}",
         f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs and {passes} scoring "
         f"pass(es) of 04's spans, about {seconds / 3600:.2f} hours (measured {timing.step_seconds:.3f} s per "
         f"training step of {timing.batch_size} examples x {timing.max_length} tokens, the length the data's "
@@ -275,6 +275,21 @@ def header(out, summary, timing, hours, seconds, runs, passes, scale):
         f"span; {timing.load_seconds:.1f} s to load the backbone). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
         f"seed(s), {'every method' if methods == 'every' else 'the core methods'} of 06.",
     ]
+
+
+def validation_note(summary):
+    """(a sentence for the header on the validation split's size and where it comes from, a one-line warning or
+    None): validation chooses every run's learning rate and best state, and on fewer than files.VALIDATION_MIN
+    examples those choices are mostly its noise (files.validation_size says how a carved one is sized)."""
+    n, least = summary.sizes["validation"], files.VALIDATION_MIN
+    where = ("carved from the train file: a fifth of it, or 200 examples where the data allow"
+             if files.carves_validation(summary.spec) else "its own file")
+    sentence = f"Validation: {n:,} examples ({where}); it chooses every run's learning rate and best state."
+    if n >= least:
+        return sentence, None
+    return sentence + f" Fewer than {least}: those choices are noisy.", (
+        f"warning: the validation split has {n:,} examples, fewer than {least}: its choices of learning rate and "
+        f"best state are noisy; give --validation FILE with {least} or more examples, or more data")
 
 
 def comment(text, width=WIDTH):
@@ -346,5 +361,8 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(toml_text(lines, parts), encoding="utf-8")
     print("\n".join(textwrap.wrap(" ".join(lines[1:]), WIDTH)), file=file)
+    warning = validation_note(summary)[1]
+    if warning:
+        print(warning, file=file)
     print(f"wrote {out}; next: python -m adapterlab regenerate --profile {out} --only 04,05,06,07", file=file)
     return out

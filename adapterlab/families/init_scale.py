@@ -74,7 +74,8 @@ def plan(p, chosen):
 def build(profile, records, root=None):
     """Houlsby Fig. 6 right: Houlsby adapters trained from near-identity inits of different std.
     One row per (task, init_std, seed). Columns: task, init_std, seed, metric, value (validation
-    metric of the best evaluation), the RUN_COLUMNS (baseline: majority class on validation), then test,
+    metric of the best evaluation), the RUN_COLUMNS (baseline: majority class on validation), then
+    baseline_test (the majority class on test, where the claims are judged), test,
     bottleneck, train_seconds, eval_examples, backbone."""
     cap = planning.eval_size(profile, NAME)
     rows = []
@@ -82,7 +83,7 @@ def build(profile, records, root=None):
         c = tables.config_of(r)
         rows.append(dict(task=r["task"], init_std=c.method_args["init_std"], metric=r["metric"],
                          value=r["validation"], **tables.run_columns(r), baseline=r.get("majority_validation"),
-                         test=r["test"], bottleneck=tables.method_of(c).bottleneck, train_seconds=r["train_seconds"],
+                         baseline_test=r["majority"], test=r["test"], bottleneck=tables.method_of(c).bottleneck, train_seconds=r["train_seconds"],
                          eval_examples=cap, backbone=r["backbone"]))
     return tables.FamilyResult(NAME, tables.tidy_frame(rows, FAMILY))
 
@@ -151,8 +152,10 @@ def read(df, budget=None):
             stds = [s for s in sorted(by) if low < s <= high and s != ref]
             if stds:  # each std in the claim's range minus the smallest, paired by seed
                 diffs = [findings.by_seed(d, s, ref, "init_std", claim.split) for s in stds]
-                found.append(findings.judge(claim, diffs, [f"{s:.0e}" for s in stds], findings.held_by_controls(own, [(s, ref) for s in stds]),
-                                   task=task, ref=ref))
+                found.append(findings.judge(claim, diffs, [f"{s:.0e}" for s in stds],
+                                            findings.held_by_controls(own, [(s, ref) for s in stds]),
+                                            runs=findings.runs_of(d, [ref, *stds], "init_std", claim.split),
+                                            task=task, ref=ref))
     return lines + findings.verdict_lines(found), found
 
 

@@ -25,7 +25,7 @@ from ..report.labels import SCALE
 from ..experiments.work import Work
 from ..experiments.planning import config_for, training_work, budget_controls, chosen_from, describe, eval_size, method_lr, run_key, store_lookup, training_unit
 from ..experiments.results import config_key
-from ..report.findings import judge, pts, unconverged, verdict_lines
+from ..report.findings import Runs, interval_text, judge, pts, unconverged, verdict_lines
 from ..report import figures as F
 from ..report import labels
 from ..experiments.profiles import Common, resolve
@@ -451,7 +451,7 @@ def read(df, budget=None):
     lines, found = [], []
     for task, d in df.groupby("task", sort=False):
         n, layers, split = int(d["eval_examples"].iloc[0]), int(d["n_layers"].iloc[0]), d["split"].iloc[0]
-        _, value = _spans(d, split)
+        bits, value = _spans(d, split)
         runs = _per_seed(d)
         full, base = value(None), sum(float(g["baseline"].iloc[0]) for g in runs) / len(runs)
         converged = unconverged(pd.concat([g.head(1) for g in runs]))
@@ -482,9 +482,12 @@ def read(df, budget=None):
                          f"{int(d['steps_2x'].iloc[0])} steps on the same examples, shown inside ±"
                          f"{stats.MARGIN * 100:g} points (90% interval) or not: " + "; ".join(
                              f"{c.a} vs {c.b} {_move_text(m)}" for c, m in moves.items()) + ".")
+        # what every claim rests on: the runs, every adapter in place, against the majority-class predictor
+        gate = Runs((stats.two_level(bits("majority class"), bits(None), n, split),),
+                    tuple(bool(g["converged"].iloc[0]) for g in runs))
         found += [judge(claim, *span_members(d, claim),
                         held=bool(moves[claim]) and all(stats.budget_verdict(m) == stats.HOLDS for m in moves[claim]),
-                        **fields)
+                        runs=gate, **fields)
                   for claim in CLAIMS]
     return lines + verdict_lines(found), found
 
@@ -492,10 +495,10 @@ def read(df, budget=None):
 def _move_text(moves):
     """'+0.3 [-0.4, +1.0] holds' for one claim's moves (its worst member's interval when it has several)."""
     verdicts = [stats.budget_verdict(m) for m in moves]
-    worst = max(moves, key=lambda m: max(abs(x) for x in m.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)))
-    low, high = worst.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)
+    level = 1 - 2 * stats.ALPHA_EQUIVALENCE
+    worst = max(moves, key=lambda m: max(abs(x) for x in m.ci(level)) if m.testable else math.inf)
     label = next((v for v in (stats.MOVES, stats.UNDECIDED) if v in verdicts), stats.HOLDS)
-    return (f"{pts(worst.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
+    return (f"{pts(worst.estimate, True)} {interval_text(worst, level)}"
             + (f" (the widest of {len(moves)})" if len(moves) > 1 else "") + f" **{label}**")
 
 

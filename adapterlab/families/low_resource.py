@@ -15,7 +15,7 @@ from ..experiments.study_init import CONTROL
 from ..report.tables import FamilyResult, config_of, epochs_run, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, View, check_columns, key_style, majority_line, noise_text, per_task, seed_series
 from ..experiments.planning import GLUE_TRAIN_SIZES, config_for, grid_id, method_lr
-from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
+from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, runs_of, seeds_text, unconverged, verdict_lines
 from ..report.labels import method_label
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common, resolve
 from ..report import figures as F
@@ -238,6 +238,7 @@ def read(df, budget=None):
                     found.append(judge(claim, [by_seed(g, claim.a, claim.b, "method", claim.split)],
                                        held=held_by_controls(own, [((claim.a, size), (claim.b, size))]),
                                        grid_end=at_grid_end(g[g["method"].isin((claim.a, claim.b))], "method"),
+                                       runs=runs_of(g, (claim.a, claim.b), "method", claim.split),
                                        task=task, size=size))
         unconverged_runs = ~d["converged"].astype(bool)
         if unconverged_runs.any():

@@ -6,6 +6,7 @@ validation state, with what it trained, its seconds and its memory; the claims c
 fine-tuning, paired by seed, and its costs as log ratios.
 """
 import math
+from collections import Counter
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..experiments.study_init import CONTROL, scaled
 from ..report.tables import FamilyResult, config_of, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, LINE_ORDER, Series, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
 from ..report.labels import SCALE, legend_label, method_label, method_line, method_size, variant
-from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, seeds_text, unconverged, verdict_lines
+from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, runs_of, seeds_text, unconverged, verdict_lines
 from ..experiments.planning import config_for, grid_id, method_lr, task_epochs
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common
 from ..report import figures as F
@@ -446,6 +447,11 @@ def _setting(d, arm):
     return found[0] if len(found) == 1 else None
 
 
+def _rank(label):
+    """A verdict's place in stats.VERDICTS' order; the labels of claims not judged after them."""
+    return stats.VERDICTS.index(label) if label in stats.VERDICTS else len(stats.VERDICTS)
+
+
 def read(df, budget=None):
     """06's reading: each setting against full fine-tuning paired by seed, the papers' separations."""
     lines, found = [], []
@@ -467,10 +473,12 @@ def read(df, budget=None):
                 continue
             rows = d[d["label"].isin((a, b))]
             mine.append(judge(claim, [by_seed(d, a, b, split=claim.split)], held=held_by_controls(own, [(a, b)]),
-                              grid_end=at_grid_end(rows), task=task, a=a, b=b))
-        counts = {k: sum(v.label == k for _, v in mine) for k in stats.VERDICTS}
+                              grid_end=at_grid_end(rows), runs=runs_of(d, (a, b), split=claim.split), task=task,
+                              a=a, b=b))
+        counts = Counter(v.label for _, v in mine)
         lines.append("- the papers' separations here, before the correction over all claims: " + ", ".join(
-            f"{counts[k]} {k}" for k in stats.VERDICTS if counts[k]) + f" (of {len(mine)}); not tested, the papers' "
+            f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kn: _rank(kn[0])))
+            + f" (of {len(mine)}); not tested, the papers' "
             f"own difference being under the {stats.MARGIN * 100:g}-point margin: {UNTESTABLE}.")
         found += mine
     return lines + verdict_lines(found), found

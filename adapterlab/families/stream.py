@@ -541,7 +541,8 @@ def figure(df):
             err = [d.half_width() * labels.SCALE for d in diffs]
             color, marker = styles[LEARNER_LINES[learner]]
             forgetting.series.append(F.Series(title, seen[1:], [d.estimate * labels.SCALE for d in diffs],
-                                              None if np.isnan(err).all() else err, color=color, marker=marker))
+                                              err if any(d.known for d in diffs) else None, color=color,
+                                              marker=marker))
             bill = rows[rows["learner"] == learner].drop_duplicates(["seed", "time"]).groupby("time")["stored_models"]
             spread = bill.agg(F.ci95)
             storage.series.append(F.Series(title, list(bill.mean().index), list(bill.mean()),

@@ -17,8 +17,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..experiments import families, profiles, stats
+from ..experiments import families, planning, profiles, stats
+from ..methods.config import method
 from . import claims
+from .labels import method_label
 from ..training import files
 from ..training import tasks as task_registry
 from . import power, provenance
@@ -93,13 +95,15 @@ def checks(rows):
 def _after_holm(h):
     """'inconclusive (...) (Holm p 0.196; one-sided 99.8% upper bound +0.4)': the corrected verdict, its adjusted
     p-value and the bound its test reads at the claim's Holm level."""
+    if not h.judged:
+        return f"{h} (no test: outside Holm's correction)"
     if math.isnan(h.holm_p):
         return str(h)
-    return f"{h} (Holm p {h.holm_p:.3f}; {h.decides_text()})" if h.diff.known else f"{h} (Holm p {h.holm_p:.3f})"
+    return f"{h} (Holm p {h.holm_p:.3f}; {h.decides_text()})" if h.diff.testable else f"{h} (Holm p {h.holm_p:.3f})"
 
 
 def claims_table(rows):
-    """A markdown table of the tested claims: each one's hypothesis as declared before the data, the split and
+    """A markdown table of the claims (checks apart): each one's hypothesis as declared before the data, the split and
     what it averages over, the estimator with its degrees of freedom, the estimate with its 95% interval and the
     bound its test reads, the verdict before and after Holm's correction (adjusted p, and the bound at the
     corrected level) and the paper's own number."""
@@ -133,8 +137,42 @@ def readings(profile="default", root=None):
         seconds, runs, what = provenance.from_scratch(profile, family, root)
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
-        rows += [(family.number, title, v) for title, v in found]
+        rows += [(family.number, title, v) for title, v in found + not_run(profile, family)]
     return out, rows
+
+
+class _Unfilled(dict):
+    """The fields of a claim's words that only its runs would fill ({size}, {order}): shown as <size>."""
+
+    def __missing__(self, key):
+        return _Blank(key)
+
+
+class _Blank(str):
+    def __new__(cls, key):
+        return super().__new__(cls, f"<{key}>")
+
+    def __format__(self, spec):
+        return str(self)
+
+
+def not_run(profile, family):
+    """[(claim, Verdict)] of the family's declared claims whose arms the profile did not plan
+    (planning.unplanned_claims), one per task, each reading stats.NOT_RUN with the arms it lacks: listed, so that a
+    claim is never dropped silently, and outside Holm's family, since nothing tested it."""
+    p, out = profiles.resolve(profile), []
+    for claim, missing in planning.unplanned_claims(p, family):
+        lacks = " or ".join(dict.fromkeys(arm_text(arm) for arm in missing))
+        verdict = stats.Verdict(claim.hypothesis, stats.NOT_RUN.format(lacks), claim.paper,
+                                stats.Difference(math.nan, math.nan, math.nan, 0, "not run"), claim.margin,
+                                claim.unit, claim.paper_value, log_ratio=claim.log_ratio, split=claim.split)
+        out += [(claim.says.format_map(_Unfilled(task=task, a=claim.a, b=claim.b)), verdict) for task in p.tasks]
+    return out
+
+
+def arm_text(arm):
+    """A claim's arm as the page names it: a method's name, or a plan entry by its run label ('top-k k=1')."""
+    return arm if isinstance(arm, str) else method_label(method(arm[0], **arm[1]))
 
 
 def table(profile, family, root=None):
@@ -172,12 +210,16 @@ def declared_line(profile, root=None):
 def tally(rows):
     """'28 tested claims, after Holm's correction over all of them: 2 reproduced, ...; 3 exact checks: ...' of
     [(notebook, claim, Verdict)]: the headline counts the corrected verdicts, and the checks apart."""
-    tested = corrected(rows)
+    tested = [row for row in corrected(rows) if row[3].judged]
     counts = Counter(h.label for *_, h in tested)
     labels = [*stats.VERDICTS, *sorted(set(counts) - set(stats.VERDICTS))]  # then "awaiting ..."
     done = Counter(v.label for *_, v in checks(rows))
+    untested = Counter("not run" if h.label.startswith("not run") else h.label for *_, h in corrected(rows)
+                       if not h.judged)
     return (f"{len(tested)} tested claims, after Holm's correction over all of them: "
-            + ", ".join(f"{counts[k]} {k}" for k in labels if counts[k])
+            + (", ".join(f"{counts[k]} {k}" for k in labels if counts[k]) or "none")
+            + (f"; {sum(untested.values())} claims outside it, untested: " + ", ".join(
+                f"{n} {k}" for k, n in untested.items()) if untested else "")
             + (f"; {sum(done.values())} exact checks, outside it: " + ", ".join(f"{n} {k}" for k, n in done.items())
                if done else ""))
 
@@ -200,7 +242,11 @@ def report(profile="default", root=None):
                 f"and, tested only once that one is shown, \"reversed\" (both read from the two-sided interval); so "
                 f"the chance of any false conclusion, the paper's or the opposite, is at most 5%. With several "
                 f"members, every member must hold (the largest p-value decides) and the opposite conclusions divide "
-                f"their level among the members (Bonferroni):", "", *claims_table(rows), ""]
+                f"their level among the members (Bonferroni). A claim is judged only on runs that learned (some "
+                f"arm shown above the majority class by more than its margin) and, where none of its runs "
+                f"converged, only with a budget control of its own that holds; else it reads \"not judged\", and a "
+                f"claim whose arm the study did not plan reads \"not run\": neither is tested, and neither enters "
+                f"the correction:", "", *claims_table(rows), ""]
         if checks(rows):
             out += ["**Exact checks** (measured without sampling, so no test and no place in Holm's correction):",
                     "", *checks_table(rows), ""]

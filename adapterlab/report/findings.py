@@ -18,8 +18,12 @@ data order) are compared paired by seed and by example, their interval carrying 
 the examples (crossed random effects); a claim's hypothesis, split and members are the ones its family declares,
 whatever the data show. Convergence is the verdict each run was trained under (the table's `converged`, stamped
 by the current rule). `budget` is the family's budget-control table: a claim is judged "at this budget" unless
-its own control holds (without the table, every claim that can move with the budget is).
+its own control holds (without the table, every claim that can move with the budget is). A claim is judged at
+all only on runs that learned, and, where none of its runs converged, only with a control of its own that holds
+(unjudged): otherwise it reads "not judged" and no test is made.
 """
+
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -60,21 +64,73 @@ def at_grid_end(rows, column="label"):
                      if end_of_grid(g["lr"].iloc[0], g["lr_grid"].iloc[0]))
 
 
-def judge(claim, diffs, names=(), held=False, grid_end="", **fields):
+def judge(claim, diffs, names=(), held=False, grid_end="", runs=None, **fields):
     """(title, Verdict) of a declared claim on its members' differences: its title filled from `fields`, its
-    verdict "at this budget" unless the claim cannot move with the budget or its own control `held`."""
+    verdict "at this budget" unless the claim cannot move with the budget or its own control `held`. `runs`
+    (Runs: the claim's arms against the majority class, and its runs' convergence) decides whether it is judged
+    at all (unjudged)."""
     verdict = stats.verdict(diffs, claim.hypothesis, claim.paper, claim.margin, claim.unit, claim.paper_value,
                             at_budget=claim.budget and not held, grid_end=grid_end, names=names,
-                            log_ratio=claim.log_ratio, split=claim.split)
+                            log_ratio=claim.log_ratio, split=claim.split,
+                            unjudged=unjudged(claim, runs, held) if runs is not None else "")
     return claim.says.format(**fields), verdict
 
 
+@dataclass(frozen=True)
+class Runs:
+    """What a claim rests on, for deciding whether to judge it: each arm's score minus the majority class on the
+    claim's split (stats.over_majority), and the convergence verdict of every run of its arms."""
+    gains: tuple
+    converged: tuple
+
+
+def unjudged(claim, runs, held):
+    """Why a claim is not judged, or "": stats.NOT_LEARNED when no arm is shown to have learned (stats.learned),
+    else stats.NOT_CONVERGED when the claim can move with the budget, none of its runs converged (the current
+    convergence rule) and no budget control of its own holds: its verdict would then be about where training
+    stopped, not about the methods. One converged run, or a control that holds, is enough to judge it "at this
+    budget" (the verdict says so)."""
+    if not stats.learned(runs.gains, claim.margin):
+        return stats.NOT_LEARNED
+    if claim.budget and not held and not any(runs.converged):
+        return stats.NOT_CONVERGED
+    return ""
+
+
+def baseline_on(d, split):
+    """The majority class's score on `split` in a table: its `baseline_<split>` column where it has one, else its
+    `baseline` when the table's own split is that one."""
+    if f"baseline_{split}" in d:
+        return float(d[f"baseline_{split}"].iloc[0])
+    if "baseline" in d and d["split"].iloc[0] == split:
+        return float(d["baseline"].iloc[0])
+    raise ValueError(f"the table has no majority-class score on the {split} split (baseline_{split}); rebuild it "
+                     "from the store (report.tables), whose records keep each split's majority class")
+
+
+def runs_of(d, arms, column="label", split=declared.TEST):
+    """Runs of a claim comparing the rows whose `column` is each of `arms` (one row per seed), on `split`: each
+    arm's gain over the majority class from its runs' `<split>_correct` bits, every run's convergence."""
+    majority, n = baseline_on(d, split), int(d[f"{split}_examples"].iloc[0])
+    rows = [d[d[column] == arm] for arm in arms]
+    return Runs(tuple(stats.over_majority(list(r[f"{split}_correct"]), n, majority, split) for r in rows),
+                tuple(bool(c) for r in rows for c in r["converged"]))
+
+
+def interval_text(diff, level=stats.LEVEL, words=""):
+    """'[-6.0, -0.2]' in points, the interval at `level` of a stats.Difference (`words` before its ends: '90% CI
+    '); zero-width for an exact difference; '(no interval: no noise estimate)' without a noise estimate."""
+    if not diff.testable:
+        return "(no interval: no noise estimate)"
+    low, high = diff.ci(level)
+    return f"[{words}{pts(low, True)}, {pts(high, True)}]"
+
+
 def ci_text(diff):
-    """'-3.1 [-6.0, -0.2]' in points, the 95% interval of a stats.Difference (no interval without noise)."""
-    if not diff.known:
-        return f"{pts(diff.estimate, True)} (no interval: no noise estimate)"
-    low, high = diff.ci()
-    return f"{pts(diff.estimate, True)} [{pts(low, True)}, {pts(high, True)}]"
+    """'-3.1 [-6.0, -0.2]' in points, the 95% interval of a stats.Difference; an exact one says why its interval
+    has no width ('+0.0 [+0.0, +0.0] (identical predictions: no sampling noise)')."""
+    exact = ("" if not diff.exact else f" ({stats.IDENTICAL})" if diff.estimate == 0 else " (no sampling noise)")
+    return f"{pts(diff.estimate, True)} {interval_text(diff)}{exact}"
 
 
 # A learning rate chosen on validation by fewer validation examples than this is flagged a near-tie in the
@@ -235,11 +291,11 @@ def budget_control(df):
     lines = []
     for g, reference, seeds, move, label in moves:
         name = str(g[name_of].iloc[0]) + ("" if reference is None else f" minus {reference[name_of].iloc[0]}")
-        low, high = move.ci(1 - 2 * stats.ALPHA_EQUIVALENCE)
         at_1x = (pts(g.loc[seeds, "value"].mean()) if reference is None else
                  pts(g.loc[seeds, "value"].mean() - reference.loc[seeds, "value"].mean(), True))
         lines.append(f"  - {name}: {at_1x} at {g['steps'].iloc[0]} steps; moves {pts(move.estimate, True)} at "
-                     f"{g['steps_2x'].iloc[0]} [90% CI {pts(low, True)}, {pts(high, True)}] ({move.how}): **{label}**")
+                     f"{g['steps_2x'].iloc[0]} {interval_text(move, 1 - 2 * stats.ALPHA_EQUIVALENCE, '90% CI ')} "
+                     f"({move.how}): **{label}**")
     if not lines:
         return []
     verdicts = [label for *_, label in moves]

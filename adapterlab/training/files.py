@@ -10,7 +10,8 @@ column "text", label column "label".
 This module reads and checks the table and makes the splits; tasks.load_task wraps them in the Task
 every built-in task is (tasks.py imports this module, never the other way round). Validation and test
 come from their own files when given; whichever is missing is carved from the training file by a
-seeded split, stratified by class where every class is large enough (the task's note says which).
+seeded split, stratified by class where every class is large enough (the task's note says which): test a
+tenth of the file, validation a fifth or, where the data allow, 200 rows (validation_size).
 
 Labels may be strings or integers. The label names are the distinct values, written as text, in
 numeric order when all are integers and in alphabetical order otherwise (a hub dataset's ClassLabel
@@ -33,7 +34,10 @@ from sklearn.model_selection import train_test_split
 FORMATS = (".csv", ".tsv", ".jsonl", ".parquet")
 HF_PREFIX = "hf:"
 DEFAULT_TEXT, DEFAULT_LABEL = ("text",), "label"
-HELD_OUT = 0.1  # validation and test each take a tenth of the training file when carved from it
+HELD_OUT = 0.1  # a test split carved from the training file takes a tenth of it
+# A validation split carved from the training file chooses every run's learning rate and best state: at least a
+# fifth of the file and, where the data allow, 200 examples; the data allow what leaves train 60% (validation_size)
+VALIDATION_SHARE, VALIDATION_MIN, VALIDATION_MAX_SHARE = 0.2, 200, 0.3
 MIN_ROWS_TO_SPLIT = 10  # fewer rows cannot give every split at least one example
 OPTIONS = ("text", "label", "validation", "test")  # the spec's keys, in the order spec() writes them
 FLAGS = {"text": "--text-column / text_columns=", "label": "--label-column / label_column="}
@@ -264,20 +268,49 @@ def _split(frame, fraction, seed):
         return rest, held, False
 
 
+# Bump when carve changes which rows a carved split holds, so that runs stored under the old splits stop matching
+# (planning.run_key); 1 was a tenth of the file for validation (80/10/10)
+CARVE_VERSION = 2
+
+
+def carves_validation(name: str) -> bool:
+    """Whether a task spec's validation split may be carved from its training file (no validation file given;
+    a hub dataset may still have its own)."""
+    return is_source(name) and "validation" not in parse_spec(name)[1]
+
+
+def validation_size(rows):
+    """How many of a training file's `rows` a validation split carved from it takes: VALIDATION_SHARE of them
+    (rounded up) or, where the data allow, VALIDATION_MIN, whichever is more. The data allow k examples when k is
+    at most VALIDATION_MAX_SHARE of the rows (rounded down), so that train keeps at least 60% of the file beside
+    a 10% test split, twice what validation may take. So: below 667 rows, 30% of them (fewer than 200: study
+    init warns); from 667 to 999 rows, 200; from 1,000 rows on, a fifth.
+
+    Why: validation picks the learning rate of each grid and the best state of each run; on 60 examples one
+    accuracy's sampling SE is up to 6.5 points, so its choices among rates and states a few points apart are
+    noise. 200 examples bring that under 3.5 points; a fifth keeps it shrinking with the data."""
+    allowed = min(VALIDATION_MIN, math.floor(VALIDATION_MAX_SHARE * rows))
+    return max(math.ceil(VALIDATION_SHARE * rows), allowed)
+
+
 def carve(frame, missing, seed, source):
     """The splits of `missing` ("validation", "test" or both) carved from `frame`; the rest is train.
-    Returns (splits, sentence for the note)."""
-    if len(frame) < MIN_ROWS_TO_SPLIT:
-        raise ValueError(f"{source} has only {len(frame)} rows, too few to carve {' and '.join(missing)} from; "
+    Validation takes validation_size of the rows, test HELD_OUT of them. Returns (splits, sentence for the
+    note)."""
+    n = len(frame)
+    if n < MIN_ROWS_TO_SPLIT:
+        raise ValueError(f"{source} has only {n} rows, too few to carve {' and '.join(missing)} from; "
                          f"give them as files (--validation FILE --test FILE) or use at least "
                          f"{MIN_ROWS_TO_SPLIT} rows")
+    size = {"validation": validation_size(n), "test": math.ceil(HELD_OUT * n)}
+    train, held, stratified = _split(frame, sum(size[split] for split in missing), seed)
+    parts = {"train": train}
     if len(missing) == 2:
-        train, rest, first = _split(frame, 2 * HELD_OUT, seed)
-        validation, test, second = _split(rest, 0.5, seed)
-        parts, stratified, shares = {"train": train, "validation": validation, "test": test}, first and second, "80/10/10"
+        parts["validation"], parts["test"], second = _split(held, size["test"], seed)
+        stratified = stratified and second
     else:
-        train, held, stratified = _split(frame, HELD_OUT, seed)
-        parts, shares = {"train": train, missing[0]: held}, "90/10"
+        parts[missing[0]] = held
+    shares = "/".join(f"{round(100 * len(part) / n)}" for part in parts.values())
     how = "stratified by label" if stratified else "not stratified (a class is too small to be in every split)"
     sentence = f"{' and '.join(missing).capitalize()}: a seeded {shares} split of {source} (seed {seed}), {how}."
     return parts, sentence

@@ -481,3 +481,65 @@ def test_budget_rule_3_asks_whether_the_claim_survives_twice_the_steps():
     assert stats.budget_verdict(few) == stats.UNDECIDED
     with pytest.raises(ValueError, match="aligned by seed"):
         stats.claim_move(n, b1, b2[:2], a1, a2)
+
+
+# ----------------------------------------------------------------------------- identical predictions, learning
+
+def test_identical_predictions_are_an_exact_zero_with_a_zero_width_interval():
+    rng = np.random.default_rng(5)
+    n = 500
+    runs = [train.correct_bits(rng.uniform(size=n) < 0.7) for _ in range(3)]
+    for same in (stats.two_level(runs, runs, n), stats.by_example(runs[0], runs[0], n, "test"),
+                 stats.claim_move(n, runs, runs, runs, runs)):
+        # right and wrong on the same examples: the difference is 0 on every one, with no sampling noise at all
+        assert same.estimate == 0.0 and same.se == 0.0 and same.exact and not same.known
+        assert same.ci() == (0.0, 0.0) and same.ci(0.9) == (0.0, 0.0)
+        assert stats.IDENTICAL in same.how
+        assert findings.ci_text(same) == "+0.0 [+0.0, +0.0] (identical predictions: no sampling noise)"
+    same = stats.two_level(runs, runs, n)
+    # every test reads the exact number: inside any margin, not above zero, not below it
+    assert stats.tost(same) == 0.0 and stats.directional(same, ">") == 1.0 and stats.directional(same, "<") == 1.0
+    assert stats.verdict(same, "==", "").label == "reproduced"
+    assert stats.verdict(same, ">", "").label == "not reproduced"  # exactly 0 is below a difference worth seeing
+    assert stats.budget_verdict(same) == stats.HOLDS
+    text = stats.verdict(same, "==", "").text()
+    assert "nan" not in text and "[+0.0, +0.0]" in text and stats.IDENTICAL in text
+    # a spread of zero over seeds that each moved alike is still no noise estimate, and no exact number
+    assert not stats.paired([0.812, 0.832], [0.804, 0.824]).exact
+    assert not stats.welch([0.75, 0.75, 0.75], 0.0).testable
+
+
+def test_runs_learned_only_where_an_arm_is_shown_above_the_majority_class_by_the_margin():
+    n, majority = 1000, 0.6
+    at_majority = np.arange(n) < 600  # always answering the majority class
+
+    def arm(right, seeds=3):
+        return stats.over_majority([train.correct_bits(right)] * seeds, n, majority)
+
+    def lifted(k):  # the majority class's answers plus k more examples right
+        return at_majority | ((np.arange(n) >= 600) & (np.arange(n) < 600 + k))
+
+    still = arm(at_majority)
+    assert still.estimate == pytest.approx(0.0) and not stats.learned([still, arm(lifted(5))])
+    # 3 points above it on 1,000 examples (SE ~1.5 points): not shown beyond the 1.5-point margin
+    assert not stats.learned([arm(lifted(30))])
+    # 8 points above: shown, and one such arm is enough (the other may fall to the majority class)
+    assert stats.learned([still, arm(lifted(80))])
+    # with more arms each is tested at a Bonferroni share: 4.6 points passes alone (one-sided 95% bound +2.1)
+    # and not among ten (its one-sided 99.5% bound +0.7, under the margin)
+    assert stats.learned([arm(lifted(46))]) and not stats.learned([arm(lifted(46))] + [still] * 9)
+
+
+def test_a_claim_not_judged_or_not_run_leaves_holms_family():
+    strong = stats.verdict(stats.Difference(0.03, 0.012, math.inf, 1000, ""), ">", "")
+    idle = stats.verdict(stats.Difference(0.0, 0.001, math.inf, 1000, ""), "==", "", unjudged=stats.NOT_LEARNED)
+    assert idle.label == stats.NOT_LEARNED and math.isnan(idle.p) and not idle.judged and str(idle) == idle.label
+    alone, = stats.holm([strong])
+    with_idle = stats.holm([idle, strong])
+    # the untested claim changes nothing for the tested one, and comes back with no p-value
+    assert with_idle[1].holm_p == alone.holm_p and with_idle[1].label == alone.label
+    assert with_idle[0].label == stats.NOT_LEARNED and math.isnan(with_idle[0].holm_p)
+    # one run per arm: the verdict is about those runs
+    one = stats.verdict(stats.by_example(train.correct_bits(np.arange(900) < 600),
+                                         train.correct_bits(np.arange(900) < 700), 900), ">", "")
+    assert str(one) == "reproduced, about these runs (1 seed)"

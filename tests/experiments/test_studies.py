@@ -6,6 +6,7 @@ init on a small CSV (four classes, sentence pairs) with the tiny random model wr
 plans; and, marked slow, init then regenerate draws the figures of notebooks 04-07 from it and writes its
 findings page.
 """
+import io
 import json
 import math
 import shutil
@@ -129,6 +130,16 @@ def test_a_study_loads_as_the_profile_its_settings_describe(study, root):
     assert (task.name, task.text_fields, task.label_names) == ("qa", ("question", "answer"), sorted(CLASSES))
     assert sum(len(split) for split in task.splits.values()) == 200
     assert task_registry.DATA_TASKS["qa"] == files.spec(str(study.parent / "qa.csv"), ["question", "answer"], "topic")
+
+
+def test_runs_on_a_carved_validation_split_key_on_the_carving_rule(study):
+    """A study whose validation is carved from its file keys its runs on files.CARVE_VERSION, so runs stored under
+    another carving rule (other rows in validation and train) stop matching; one with its own file does not."""
+    p = profiles.get(str(study))
+    config = planning.plan(p, "init_scale")[0]
+    assert planning.run_key(config, p, "init_scale")["carve_version"] == files.CARVE_VERSION
+    assert "carve_version" not in planning.run_key(planning.plan("smoke", "init_scale")[0], "smoke", "init_scale")
+    assert files.carves_validation("qa.csv?test=t.csv") and not files.carves_validation("qa.csv?validation=v.csv")
 
 
 def test_a_split_file_names_its_task_by_its_folder(tmp_path):
@@ -331,16 +342,40 @@ def test_study_init_writes_a_study_that_loads_and_plans(tmp_path):
     encoded = default_tokenizer()(list(train["question"]), list(train["answer"]))
     lengths = sorted(len(ids) for ids in encoded["input_ids"])
     assert p.max_length == max(16, 8 * math.ceil(lengths[math.ceil(0.95 * len(lengths)) - 1] / 8))
-    # the default profile's families at its own budget, low-resource sizes inside the 320 train examples
+    # the default profile's families at its own budget, low-resource sizes inside the 240 train examples (400
+    # rows less the 30% validation and the 10% test carved from them)
     d = profiles.get("default")
     assert p.param_performance.methods == tuple(d.param_performance.methods)
     assert p.init_scale.train == d.init_scale.train and p.init_scale.seeds == (0, 1, 2)
-    assert p.low_resource.sizes == (40, 80, 160, 320) and p.low_resource.lr_choice_size == 160
-    assert p.low_resource.budget_control == (("full", 320), ("compacter++", 320))
-    assert p.train_size is None and p.eval_size is None  # 320 train examples: all of them; whole splits
+    assert p.low_resource.sizes == (30, 60, 120, 240) and p.low_resource.lr_choice_size == 120
+    assert p.low_resource.budget_control == (("full", 240), ("compacter++", 240))
+    assert p.train_size is None and p.eval_size is None  # 240 train examples: all of them; whole splits
     assert p.layer_removal.held_out is None  # so none is left unseen: 04's claims await held-out scoring
     for family in FAMILIES:
         assert planning.plan(p, family)
+
+
+def test_study_init_states_the_validation_splits_size_and_warns_below_200(tmp_path):
+    out = io.StringIO()
+    path = init(tmp_path, hours=10_000, file=out)  # 400 rows: validation takes the 30% the data allow, 120
+    header = " ".join(line[2:] for line in path.read_text().splitlines() if line.startswith("# "))
+    assert ("Validation: 120 examples (carved from the train file: a fifth of it, or 200 examples where the data "
+            "allow); it chooses every run's learning rate and best state. Fewer than 200: those choices are "
+            "noisy.") in header
+    warnings = [line for line in out.getvalue().splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: the validation split has 120 examples, fewer than 200: its choices of learning "
+                        "rate and best state are noisy; give --validation FILE with 200 or more examples, or more "
+                        "data"]
+    # 1,200 rows: a fifth, 240 examples, and no warning
+    summary = si.DataSummary("qa.csv", CLASSES, (300,) * 4, {"train": 840, "validation": 240, "test": 120}, 32,
+                             True, 24)
+    assert si.validation_note(summary) == ("Validation: 240 examples (carved from the train file: a fifth of it, "
+                                           "or 200 examples where the data allow); it chooses every run's learning "
+                                           "rate and best state.", None)
+    given = si.DataSummary("qa.csv?validation=dev.csv", CLASSES, (30,) * 4, {"train": 120, "validation": 60,
+                                                                               "test": 60}, 32, True, 24)
+    sentence, warning = si.validation_note(given)
+    assert sentence.startswith("Validation: 60 examples (its own file)") and "fewer than 200" in warning
 
 
 def test_study_init_holds_out_what_the_train_size_leaves_unseen():
@@ -395,7 +430,7 @@ def test_study_init_counts_04s_scoring_at_the_seconds_per_example_it_measured(tm
                           profiles.Profile)
     seconds, runs, passes = si.estimate(p, summary, TIMING)
     unscored, same_runs, _ = si.estimate(p, summary, replace(TIMING, span_seconds=0.0))
-    # 320 train examples leave none unseen, so one pass: the validation split, every example of it
+    # 240 train examples leave none unseen, so one pass: the validation split, every example of it
     assert (passes, same_runs) == (1, runs) and p.layer_removal.held_out is None
     assert seconds - unscored == pytest.approx(summary.sizes["validation"] * TIMING.span_seconds)
     held = replace(p, layer_removal=replace(p.layer_removal, held_out=50, budget_control=("qa",)))

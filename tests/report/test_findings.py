@@ -3,6 +3,7 @@ per-example test bits, its convergence stamped by the current rule), paired by s
 judged as claims.py declares it ("on par" only through the equivalence test, on the declared split), and the
 README's findings section equal to what the committed default tables give."""
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,7 @@ def run(value, seed, **columns):
 
 def init_df(values):
     """05's table: validation scores (the figure's) and the runs' test bits, here the same numbers."""
-    return pd.DataFrame([run(v, seed, init_std=std, split="validation", converged=v > 0.7)
+    return pd.DataFrame([run(v, seed, init_std=std, split="validation", converged=v > 0.7, baseline_test=0.63)
                          for std, vs in values.items() for seed, v in enumerate(vs)])
 
 
@@ -552,3 +553,107 @@ def test_budget_control_reading_judges_each_claims_move_between_its_arms():
     alone = findings.budget_control(pd.DataFrame([control("houlsby", 0, 0, bits(), bits((0, 10)), arms=1)]))
     assert alone[1].startswith("  - houlsby: 80.0 at 360 steps") and "validation sampling only" in alone[1]
     assert findings.budget_control(None) == [] and findings.budget_control(pd.DataFrame()) == []
+
+
+# ----------------------------------------------------------------------------- runs that learned
+
+STUDY = findings.profiles.project_root() / "studies" / "deflategate" / "deflategate.toml"
+MAJORITY = 535  # of N: the majority class is right on the first 535 examples
+
+
+def at_majority(arm, seed, n=N):
+    """The correct bits of a run that answers the majority class on all but a few examples, which differ by arm
+    and seed: what a run trained on shuffled labels ends at."""
+    right = np.arange(n) < MAJORITY
+    right[MAJORITY + 3 * arm + seed] = True  # one lucky example
+    right[2 * arm + 5 * seed] = False  # one it lost
+    return train.correct_bits(right)
+
+
+SHUFFLED = ("full", "houlsby m=64", "compacter++ n=4 m=64", "layernorm")  # the study's 06 methods
+
+
+def shuffled_table(seeds=3):
+    """06's table of a study whose labels were shuffled: every method within 0.2 points of the majority class."""
+    return pd.DataFrame([dict(run(0.0, s, label=label, method=label.split()[0], percent=1.0, trainable=1,
+                                  lr=1e-3, lr_grid="0.001", converged=False, final_train_loss=0.9),
+                              value=(MAJORITY + (s != 2 * arm)) / N, baseline=MAJORITY / N,
+                              test_correct=at_majority(arm, s)) for arm, label in enumerate(SHUFFLED)
+                         for s in range(seeds)])
+
+
+def still_control(seeds=3):
+    """06's budget control of the same study: every arm right on the very same examples at 2x as at 1x."""
+    return pd.DataFrame([dict(family="param_performance", task="t", method=label.split()[0], label=label,
+                              entry=label, arm=arm, arms=len(SHUFFLED), seed=s, lr=1e-3, steps=48, steps_2x=96,
+                              value=0.535, value_2x=0.535, validation_correct=at_majority(arm, s),
+                              validation_correct_2x=at_majority(arm, s), validation_examples=N, converged=False,
+                              converged_2x=False, split="validation", budget_rule=stats.BUDGET_RULE_VERSION)
+                         for arm, label in enumerate(SHUFFLED) for s in range(seeds)])
+
+
+def test_runs_that_did_not_learn_are_not_judged_and_the_page_prints_no_nan(tmp_path):
+    """A study on shuffled labels: every arm ends at the majority class, so no claim is judged, none enters Holm's
+    correction, and nothing on its page reads "reproduced" or prints a nan."""
+    table, control = shuffled_table(), still_control()
+    found = dict(findings.claims("param_performance", table, control))
+    assert set(found) == {"t: layernorm below full", "t: houlsby m=64 on par with full",
+                          "t: compacter++ n=4 m=64 on par with full"}
+    assert all(v.label == stats.NOT_LEARNED and math.isnan(v.p) for v in found.values())
+    # what the gate stops: the same differences judged as they stand would call both on par with full
+    on_par = found["t: houlsby m=64 on par with full"]
+    assert stats.verdict(on_par.members, "==", "").label == "reproduced"
+    # the controls hold (nothing moved at 2x), and still rescue no claim from runs that learned nothing
+    assert set(findings.controls(control).values()) == {stats.HOLDS}
+    folder = tmp_path / "data" / "results" / "deflategate"
+    folder.mkdir(parents=True)
+    table.to_csv(folder / "param_performance.csv", index=False)
+    control.to_csv(folder / "param_performance_budget_control.csv", index=False)
+    page = document.findings_document(str(STUDY), tmp_path)
+    assert re.search(r"\bnan\b", page, re.I) is None
+    assert "moves +0.0 at 96 [90% CI +0.0, +0.0] (3 x 1,000 validation examples, identical predictions: no " \
+           "sampling noise): **holds**" in page
+    assert "0 tested claims, after Holm's correction over all of them: none; 15 claims outside it, untested: " \
+           "3 not judged: its runs did not learn, 12 not run" in page
+    rows = [line for line in page.splitlines() if line.startswith("| 06 |")]
+    assert len(rows) == 15 and not any("| reproduced" in row or "on par" in row.split("|")[7] for row in rows)
+    assert sum(f"| {stats.NOT_LEARNED} | {stats.NOT_LEARNED} (no test: outside Holm's correction) |" in row
+               for row in rows) == 3
+
+
+def test_a_claim_whose_runs_did_not_converge_is_judged_only_with_a_control_that_holds():
+    means = {"full": 0.82, "layernorm": 0.78}
+    rows = pd.DataFrame([run(v + 0.01 * s, s, label=label, method=label, percent=1.0, trainable=1, converged=False)
+                         for label, v in means.items() for s in range(3)])
+    below = claim(findings.claims("param_performance", rows), "layernorm below full")
+    assert below.label == stats.NOT_CONVERGED and not below.judged
+    # one converged run is enough: the claim is judged, at this budget
+    one = rows.assign(converged=[False] * 5 + [True])
+    assert claim(findings.claims("param_performance", one), "layernorm below full").label == "reproduced"
+    # as is a control of its own that holds: the comparison does not move at twice the steps
+    control = pd.DataFrame([dict(task="t", label=label, entry=label, arm=arm, arms=2, seed=s, steps=360,
+                                 steps_2x=720, value=0.8, value_2x=0.8, validation_correct=correct(v, 97 * s),
+                                 validation_correct_2x=correct(v, 97 * s), validation_examples=N)
+                            for arm, (label, v) in enumerate(means.items()) for s in range(3)])
+    held = claim(findings.claims("param_performance", rows, control), "layernorm below full")
+    assert held.label == "reproduced" and not held.at_budget
+    # one arm at the majority class is a finding, not a claim without data: layernorm collapsed below full
+    collapsed = rows.assign(converged=True, test_correct=[correct(0.82 + 0.01 * s, 97 * s) for s in range(3)]
+                            + [correct(0.63, 0) for _ in range(3)], value=[0.82, 0.83, 0.84, 0.63, 0.63, 0.63])
+    assert claim(findings.claims("param_performance", collapsed), "layernorm below full").label != stats.NOT_LEARNED
+
+
+def test_a_claim_whose_arm_the_study_did_not_plan_reads_not_run_on_its_page():
+    rows = document.not_run(str(STUDY), "param_performance")
+    titles = {title: v for title, v in rows}
+    # the study trains full, houlsby m=64, compacter++ and layernorm: every other 06 claim is listed, not dropped
+    assert titles["deflategate: top-k k=1 below full"].label == "not run (this study has no top-k k=1)"
+    assert titles["deflategate: compacter on par with full"].label == "not run (this study has no compacter)"
+    assert "deflategate: layernorm below full" not in titles and len(rows) == 12
+    table = "\n".join(document.claims_table([("06", title, v) for title, v in rows]))
+    assert ("| 06 | deflategate: bitfit below full | Δ < 0 (one-sided) | test, — | not run | no number (not run) | "
+            "not run (this study has no bitfit) | not run (this study has no bitfit) (no test: outside Holm's "
+            "correction) |") in table
+    assert "nan" not in table
+    assert document.tally([("06", title, v) for title, v in rows]).startswith(
+        "0 tested claims, after Holm's correction over all of them: none; 12 claims outside it, untested: 12 not run")

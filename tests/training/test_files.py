@@ -6,6 +6,7 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -82,17 +83,18 @@ def test_integer_labels_keep_numeric_order_and_string_labels_alphabetical(tmp_pa
 
 # ---------------------------------------------------------------- splits
 
-def test_the_split_is_80_10_10_stratified_seeded_and_said(tmp_path):
+def test_the_split_is_stratified_seeded_and_said(tmp_path):
     frame = reviews(200)
     path = write(frame, tmp_path / "r.csv")
     task = load_task(path, text_columns="review", label_column="sentiment")
     sizes = {s: len(d) for s, d in task.splits.items()}
-    assert sizes == {"train": 160, "validation": 20, "test": 20}
+    # 200 rows cannot give validation 200 examples: it takes the 30% the data allow (files.validation_size)
+    assert sizes == {"train": 120, "validation": 60, "test": 20}
     overall = np.bincount(np.concatenate([d["label"] for d in task.splits.values()]), minlength=3) / 200
     for split in ("validation", "test"):  # stratified: each class within one example of its share
         counts = np.bincount(task.splits[split]["label"], minlength=3)
-        assert np.all(np.abs(counts - overall * 20) <= 1), (split, counts, overall)
-    assert "seeded 80/10/10 split" in task.note and "stratified by label" in task.note
+        assert np.all(np.abs(counts - overall * sizes[split]) <= 1), (split, counts, overall)
+    assert "seeded 60/30/10 split" in task.note and "stratified by label" in task.note
     assert f"seed {tasks.SPLIT_SEED}" in task.note
     seen = [set(d["review"]) for d in task.splits.values()]
     assert sum(map(len, seen)) == len(set.union(*seen)) == 200  # every row in exactly one split
@@ -109,8 +111,22 @@ def test_given_validation_and_test_files_are_used_and_said(tmp_path):
     assert {s: len(d) for s, d in task.splits.items()} == {"train": 70, "validation": 15, "test": 15}
     assert f"Validation: {dev}." in task.note and f"Test: {test}." in task.note and "split" not in task.note
     only_test = load_task(train, text_columns="review", label_column="sentiment", test=test)
-    assert {s: len(d) for s, d in only_test.splits.items()} == {"train": 63, "validation": 7, "test": 15}
-    assert "Validation: a seeded 90/10 split" in only_test.note
+    assert {s: len(d) for s, d in only_test.splits.items()} == {"train": 49, "validation": 21, "test": 15}
+    assert "Validation: a seeded 70/30 split" in only_test.note
+    only_validation = load_task(train, text_columns="review", label_column="sentiment", validation=dev)
+    assert {s: len(d) for s, d in only_validation.splits.items()} == {"train": 63, "validation": 15, "test": 7}
+    assert "Test: a seeded 90/10 split" in only_validation.note
+
+
+@pytest.mark.parametrize("rows, size", [
+    (10, 3), (300, 90), (600, 180), (666, 199),  # under 667 rows 200 would take more than 30%: the 30% allowed
+    (667, 200), (800, 200), (999, 200),  # 200 allowed, and more than a fifth
+    (1000, 200), (1001, 201), (50_000, 10_000)])  # a fifth
+def test_a_carved_validation_split_holds_a_fifth_and_200_where_the_data_allow(rows, size):
+    assert files.validation_size(rows) == size
+    assert rows * files.VALIDATION_SHARE <= size <= max(rows * files.VALIDATION_MAX_SHARE, rows * files.VALIDATION_SHARE)
+    # train keeps at least 60% of the file beside a tenth for test
+    assert rows - size - math.ceil(rows * files.HELD_OUT) >= 0.6 * rows - 1
 
 
 def test_a_class_too_small_to_stratify_is_split_plainly_and_said(tmp_path):
@@ -237,7 +253,7 @@ def test_train_on_a_file_says_which_split_it_used(capsys, data):
                    "--device", "cpu", "--json"])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert "data: " in out and "seeded 80/10/10 split" in out
+    assert "data: " in out and "seeded 60/30/10 split" in out
     record = json.loads(out.strip().splitlines()[-1])
     assert record["task"] == f"{data}?text=review&label=sentiment"  # the run's name carries its columns
 
