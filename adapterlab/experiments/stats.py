@@ -356,7 +356,7 @@ def over_majority(bits, n, majority, split="test"):
     """An arm's score minus the majority class's on the same n examples of `split`, over the arm's seeds: the
     crossed estimator on each run's correct bits (one hex string per seed) less the majority class's score,
     exact on those examples (as `scores` takes it, b_exact)."""
-    return crossed(np.stack([_bits(b, n) for b in bits]).astype(float) - majority, split)
+    return crossed(np.stack([unpack(b, n) for b in bits]).astype(float) - majority, split)
 
 
 def learned(gains, margin=MARGIN, alpha=ALPHA):

@@ -121,6 +121,7 @@ class Method:
     memory: tuple  # peak memory in MB, one per run
     latency: tuple | None  # median forward pass in ms at BATCHES; None when not measured
     converged: int
+    learned: bool = True  # shown above the majority class by more than the margin (stats.learned)
 
     @property
     def runs(self):
@@ -154,7 +155,13 @@ class Advice:
 
     @property
     def within(self):
-        return self.where(WITHIN)
+        """The methods shown within the margin of the best that learned: two runs that both answer the majority
+        class agree by construction, which says nothing of the methods."""
+        return [m for m in self.where(WITHIN) if m.learned]
+
+    @property
+    def any_learned(self):
+        return any(m.learned for m in self.methods)
 
     @property
     def full(self):
@@ -228,13 +235,19 @@ def methods_of(rows, margin=stats.MARGIN):
     correct = _correct(rows)
     pairs = _pairwise(correct)
     judged = judge(pairs, margin) if len(pairs) > 1 else {}
-    time = "seconds_per_epoch" if "seconds_per_epoch" in rows else "train_seconds"
+    time = next((c for c in ("seconds_per_epoch", "train_seconds") if c in rows), None)
+
+    def measured(mine, column):  # a cost the table lacks reads "not measured" (NaN), never an error
+        return tuple(mine[column].astype(float)) if column in mine else (math.nan,) * len(mine)
+
+    majority, n = float(rows["baseline"].iloc[0]), int(rows["test_examples"].iloc[0])  # the test split's, as Advice.baseline
     out = []
     for label, mine in rows.groupby("label", sort=False):
         out.append(Method(
             label, stats.crossed(np.stack(list(correct[label].values())), TEST), pairs[label].get(REFERENCE),
-            judged.get(label), float(mine["percent"].iloc[0]), tuple(mine[time].astype(float)),
-            tuple(mine["peak_memory_mb"].astype(float)), _latency(mine), int(mine["converged"].astype(bool).sum())))
+            judged.get(label), float(mine["percent"].iloc[0]), measured(mine, time),
+            measured(mine, "peak_memory_mb"), _latency(mine), int(mine["converged"].astype(bool).sum()),
+            stats.learned((stats.over_majority(list(mine["test_correct"]), n, majority, TEST),), margin)))
     return tuple(sorted(out, key=lambda m: -m.score.estimate))
 
 
@@ -278,7 +291,7 @@ def marked(rows, margin=stats.MARGIN):
     None when the table cannot tell: no per-example test record, or a single method."""
     if not _has_bits(rows) or rows["label"].nunique() < 2:
         return None
-    return {m.label for m in methods_of(rows, margin) if m.judged.verdict == WITHIN}
+    return {m.label for m in methods_of(rows, margin) if m.judged.verdict == WITHIN and m.learned}
 
 
 # ----------------------------------------------------------------------------- the text
@@ -338,6 +351,10 @@ def _names(methods):
 
 def method_lines(advice):
     """The answer to 'which method', with what it rests on."""
+    if not advice.any_learned:
+        return [f"- **Which method.** None: no method is shown above the majority class ({pts(advice.baseline)}) by "
+                f"more than {_margin(advice)} on the test split ({rests_on(advice)}), so they learned nothing "
+                f"here at this budget and no comparison between them says anything about the methods."]
     if not any(m.judged for m in advice.methods):
         return [f"- **Which method.** Only {advice.methods[0].label} was trained: nothing to compare it with."]
     within, undecided, below = (advice.where(v) for v in (WITHIN, UNDECIDED, BELOW))
@@ -427,6 +444,11 @@ def size_lines(advice):
     return out
 
 
+def _cost_cell(values, form):
+    """A cost's mean in the table, or "not measured" when its table has no such column."""
+    return "not measured" if any(math.isnan(v) for v in values) else form.format(np.mean(values))
+
+
 def _latency_cell(m):
     return "not measured" if m.latency is None else " / ".join(f"{v:.0f}" for v in m.latency)
 
@@ -439,10 +461,11 @@ def table_lines(advice, device="cpu"):
            f"% trained | s / epoch | {memory} | latency, ms at batch {' / '.join(map(str, BATCHES))} |",
            "|---|---|---|---|---|---|---|---|"]
     for m in advice.methods:
-        name = m.label + (f" ({m.converged} of {m.runs} runs converged)" if m.converged < m.runs else "")
+        name = m.label + (f" ({m.converged} of {m.runs} runs converged)" if m.converged < m.runs else "") \
+            + ("; not shown to have learned (the majority class within the margin)" if not m.learned else "")
         vs = "—" if m.vs_full is None else ci_text(m.vs_full)
         out.append(f"| {name} | {score_text(m.score)} | {vs} | {verdict_cell(m)} | {m.percent:.3g} | "
-                   f"{np.mean(m.seconds):.1f} | {np.mean(m.memory):,.0f} | {_latency_cell(m)} |")
+                   f"{_cost_cell(m.seconds, '{:.1f}')} | {_cost_cell(m.memory, '{:,.0f}')} | {_latency_cell(m)} |")
     full = advice.full
     gap = "—" if full is None else pts(advice.baseline - full.score.estimate, True)
     out.append(f"| majority class (always the most frequent class) | {pts(advice.baseline)} | {gap} | — | 0 | — "

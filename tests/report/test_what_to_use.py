@@ -163,3 +163,20 @@ def test_without_a_stored_methods_table_the_section_says_what_answers_it(tmp_pat
     lines = W.section("smoke", tmp_path, tmp_path)
     assert lines[0] == W.HEADING and "No stored table compares methods yet: notebook 06's runs answer it." in lines
     assert not (tmp_path / "data").exists()  # reading the store claims no folder
+
+
+def test_methods_at_the_majority_class_are_not_recommended():
+    """Runs that all answer the majority class agree by construction: the section names no method and marks
+    none, however close their scores."""
+    n, majority = 1000, 0.6
+    bits = np.zeros(n, dtype=np.uint8)
+    bits[: int(majority * n)] = 1  # every run right exactly on the majority-class examples
+    hexed = np.packbits(bits).tobytes().hex()
+    rows = pd.DataFrame([dict(task="t", label=label, seed=s, test_correct=hexed, test_examples=n, percent=p,
+                              seconds_per_epoch=10.0, peak_memory_mb=100.0, converged=False, baseline=majority,
+                              value=majority)
+                         for label, p in (("full", 100.0), ("houlsby m=64", 3.0)) for s in range(3)])
+    advice = W.advise(rows)
+    assert not advice.any_learned and advice.within == []
+    assert W.marked(rows) == set()
+    assert "None: no method is shown above the majority class" in "\n".join(W.method_lines(advice))
