@@ -39,9 +39,10 @@ class Design:
 
 
 def _redrawn(verdict, draws, r):
-    """The verdict of replicate r: each member's Difference replaced by its r-th draw, judged as declared."""
-    members = [replace(d, estimate=float(e[r]), se=float(s[r]), df=float(f[r])) for d, (e, s, f) in
-               zip(verdict.members, draws)]
+    """The verdict of replicate r: each member's Difference replaced by its r-th draw (as a t-based Difference:
+    stats.normal_theory), judged as declared."""
+    members = [replace(stats.normal_theory(d), estimate=float(e[r]), se=float(s[r]), df=float(f[r]))
+               for d, (e, s, f) in zip(verdict.members, draws)]
     return stats.verdict(members, verdict.claim, verdict.paper, verdict.margin, verdict.unit, verdict.paper_value,
                          names=verdict.names, log_ratio=verdict.log_ratio, split=verdict.split)
 
