@@ -1,16 +1,18 @@
 """06's timing runs (families/param_performance.py: timing_units, measure_timing; training/step_timing.py): the
 units its cost claims read, their order, their keys, the worker that times them in a process of its own, and the
 default profile's plan, which stays as the committed records hold it until it asks for timing runs."""
+import io
 import math
 import os
 from dataclasses import replace
 
 import pytest
 
-from adapterlab.experiments import planning, profiles, running
+from adapterlab.experiments import costs, planning, profiles, running
 from adapterlab.experiments.results import ResultStore
 from adapterlab.families import param_performance as pp
 from adapterlab.methods.config import method
+from adapterlab.report import provenance
 from adapterlab.report.labels import method_label
 from adapterlab.training import step_timing
 from adapterlab.training.train import RunConfig
@@ -71,7 +73,7 @@ def fake_timing(calls):
 
 
 def fake_training(config, eval_size=None, save_to=None, **kw):
-    return {"config": config.to_dict(), "task": config.task, "validation": 0.5}
+    return {"config": config.to_dict(), "task": config.task, "validation": 0.5, "run_seconds": 1.0}
 
 
 def test_timing_runs_run_in_order_once_and_resume(tmp_path, monkeypatch):
@@ -86,6 +88,13 @@ def test_timing_runs_run_in_order_once_and_resume(tmp_path, monkeypatch):
     assert list(table["label"]) == ARMS * 2 and list(table["repeat"]) == [0, 0, 0, 1, 1, 1]
     assert set(table["steps_timed"]) == {8 - pp.TIMING_WARMUP} and set(table["seconds_per_epoch"]) == {6.5}
     assert set(table["machine"]) == {running.machine()} and set(table["workers"]) == {1}
+    # the dry run finds them in their own store file; provenance counts each one's whole seconds
+    out = io.StringIO()
+    costs.dry_run(TIMED_SMOKE, [pp.NAME], verbose=False, file=out, root=tmp_path)
+    assert out.getvalue().startswith(f"{pp.NAME}: 9 units, 9 stored")  # 3 training runs and 6 timing runs
+    runs, added = provenance.stored_work(TIMED_SMOKE, pp.NAME, tmp_path)
+    assert len(runs) == 3 and len(added) == 6
+    assert provenance.scoring_seconds(added) == sum(r["run_seconds"] for r in added) > 0
 
 
 def test_a_timing_run_times_its_steps_in_a_process_of_its_own(tmp_path):
