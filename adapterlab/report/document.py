@@ -293,9 +293,12 @@ def total_time(profile, root=None):
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items() if s) or "none stored"
     total = sum(s for s, _ in seconds.values())
     where = provenance.machines([r for runs, _ in work.values() for r in runs])
-    scoring = [r for _, passes in work.values() for r in passes]
+    added = [r for _, passes in work.values() for r in passes]
+    scoring = [r for r in added if "eval_seconds" in r]  # passes over stored adapters; the others time steps
+    timed = [r for r in added if "eval_seconds" not in r]
     scored = (f"; with {len(scoring)} scoring pass(es) of stored adapters, "
               f"{provenance.scoring_seconds(scoring) / 60:.0f} min" if scoring else "")
+    scored += (f"; with {len(timed)} timing run(s), {provenance.scoring_seconds(timed) / 60:.0f} min" if timed else "")
     return (f"**From scratch in all** (`{fresh_command(profile)}`): {total / 3600:.1f} h of stored "
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
             f"({where}; a run trained beside others counts for its share: run_seconds / workers{scored})"

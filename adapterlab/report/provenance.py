@@ -15,7 +15,8 @@ from ..experiments import families, profiles
 
 def stored_work(profile, family, root=None):
     """(runs, scoring): the stored records of a family's current units of work under `root`, its own
-    (stored_runs) and the scoring units its plan adds (stored_scoring), from one plan. ([], []), and no
+    (stored_runs) and the units its plan adds in store files of their own (stored_scoring: 04's span scores,
+    06's timing runs), from one plan. ([], []), and no
     plan made, without the family's store file."""
     from ..experiments import planning, running  # torch and the models: only when asked
     from ..experiments.results import ResultStore
@@ -59,8 +60,9 @@ def stored_scoring(profile, family, root=None):
 
 
 def scoring_seconds(records):
-    """What scoring passes (stored_scoring's records) took: the sum of their eval_seconds."""
-    return sum(r["eval_seconds"] for r in records)
+    """What the units a plan adds (stored_scoring's records) took: the sum of a scoring pass's eval_seconds, or
+    of a timing run's run_seconds (its whole unit)."""
+    return sum(r["eval_seconds"] if "eval_seconds" in r else r["run_seconds"] for r in records)
 
 
 def cost(records):

@@ -184,6 +184,36 @@ class TrainConfig:
     seed: int = 0
 
 
+def optimizer_for(model, cfg: TrainConfig, total_steps, device):
+    """(trainable parameters, AdamW over them, its linear warm-up then decay over total_steps, the fp16 gradient
+    scaler): what a run steps with (train_step)."""
+    warmup = int(cfg.warmup * total_steps) if cfg.warmup < 1 else int(cfg.warmup)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    schedule = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
+    scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16")
+    return trainable, optimizer, schedule, scaler
+
+
+def train_step(model, batch, trainable, optimizer, schedule, scaler, cfg: TrainConfig, device):
+    """One optimiser step on one batch, as every run takes it: forward under autocast, backward, clipping,
+    update, schedule. It waits for the GPU before returning, so that a clock around it times the step (a
+    training run's train_seconds, a timing run's seconds per step). Returns the loss (a tensor)."""
+    model.train()
+    with autocast(device, cfg.precision):
+        loss = model(**model_inputs(batch, device)).loss
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    schedule.step()
+    optimizer.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return loss
+
+
 def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=128, progress=True):
     """Train the trainable parameters of `model` on `task`; returns a dict of results.
 
@@ -199,12 +229,8 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
 
     steps_per_epoch = math.ceil(len(encoded["train"]) / cfg.batch_size)
     total_steps = cfg.max_steps or max(1, math.ceil(cfg.epochs * steps_per_epoch))
-    warmup = int(cfg.warmup * total_steps) if cfg.warmup < 1 else int(cfg.warmup)
     eval_every = cfg.eval_every or steps_per_epoch
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    schedule = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
-    scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16")
+    trainable, optimizer, schedule, scaler = optimizer_for(model, cfg, total_steps, device)
 
     curve, best, best_state = [], -math.inf, None
     step, epoch, seen, train_seconds, losses = 0, 0, 0, 0.0, []
@@ -214,18 +240,7 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
             for batch in task_registry.batches(encoded["train"], tokenizer, cfg.batch_size, shuffle=True,
                                                seed=cfg.seed * 100_003 + epoch):
                 start = time.perf_counter()
-                model.train()
-                with autocast(device, cfg.precision):
-                    loss = model(**model_inputs(batch, device)).loss
-                scaler.scale(loss).backward()
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
-                scaler.step(optimizer)
-                scaler.update()
-                schedule.step()
-                optimizer.zero_grad(set_to_none=True)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                loss = train_step(model, batch, trainable, optimizer, schedule, scaler, cfg, device)
                 train_seconds += time.perf_counter() - start
                 step, seen = step + 1, seen + len(batch["index"])
                 losses.append(loss.item())
