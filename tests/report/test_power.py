@@ -199,7 +199,7 @@ def test_the_largest_evaluation_set_counts_the_test_split_and_what_tasks_unused_
 
     whole = tasks.load_task("synthetic")
     train = whole.splits["train"]
-    left = tasks.unused(train, 300, 0, whole.text_fields)
+    left = tasks.unused(train, 300, (0,), whole.text_fields)
     assert power.unseen("synthetic", ((0, 300),)) == len(whole.splits["test"]) + len(left)
     # a second seed's subset leaves fewer out, never more
     assert power.unseen("synthetic", ((0, 300), (1, 300))) < power.unseen("synthetic", ((0, 300),))
