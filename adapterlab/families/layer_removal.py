@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 
-from ..experiments import running, stats
+from ..experiments import estimate, running, stats
 from ..experiments.families import Family, register
 from ..experiments.study_init import CONTROL, scaled
 from ..report.tables import FamilyResult, config_of, run_columns, tidy_frame
@@ -148,16 +148,20 @@ def work(p, family, store):
     return training_work(p, family, store) + _span_units(p, scored_runs(p, store), held_out_runs(p, store))
 
 
-def span_units_once_trained(profile):
-    """The span units layer removal's work will hold once all its runs are stored, before any is: each
-    task's first planned run stands in for the one validation will pick, which changes the units' keys but
-    not their number, splits or sizes. What a plan's scoring costs before it is trained (study init)."""
+def span_units_to_come(profile, store=None):
+    """The span units layer removal's work will hold once all its runs are stored: per task whose runs `store`
+    holds, those of its scored run (scored_runs); for a task still training, its first planned run stands in
+    for the one validation will pick, which changes the units' keys but not their number, splits or sizes.
+    What a plan's scoring will cost before it is trained (estimate.units); `store`: None before any run."""
     p = resolve(profile)
-    stand_in = {}
+    scored = {}
     for c in plan(p, {}):
-        stand_in.setdefault(c.task, c)
-    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, stand_in, {})
-    return _span_units(p, stand_in, held_out)
+        scored.setdefault(c.task, c)
+    if store is not None:
+        scored |= scored_runs(p, store)
+    chosen = estimate.choices(p, NAME, store)
+    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, scored, chosen)
+    return _span_units(p, scored, held_out)
 
 
 def score_spans(spec, needs, out):
@@ -438,7 +442,7 @@ def study(s, scale):
 FAMILY = register(Family(
     NAME, "04_layer_removal", LayerRemoval, PROFILES, split=SPLIT, plan=plan,
     control_entry=lambda c: c.task,  # a budget_control entry names a task
-    work=work, passes=span_units_once_trained, steps={"spans": score_spans},
+    work=work, passes=span_units_to_come, steps={"spans": score_spans},
     columns=("task", "first_layer", "last_layer", "metric", "value"), build=build, read=read, claims=CLAIMS,
     claims_table=HELD_OUT_TABLE,
     figures={"layer_removal": F.Entry(figure, "layer_removal.csv",

@@ -375,16 +375,17 @@ def test_study_init_takes_the_largest_budget_that_fits(tmp_path, fixed_timing):
 
 
 def test_the_scoring_a_plan_will_add_is_what_the_complete_store_holds():
-    """Before any run, span_units_once_trained stands a planned run in for the one validation will pick: the
+    """Before any run, span_units_to_come stands a planned run in for the one validation will pick: the
     committed default store, complete, holds span units of the same splits and sizes (validation, and the
-    held-out tweets of the scored run and of its budget control)."""
+    held-out tweets of the scored run and of its budget control); with that store, they are its own."""
     store = running.store_of("default")
     stored = [u for u in planning.work("default", "layer_removal", store) if u.family == layer_removal.SPANS]
-    before = layer_removal.span_units_once_trained("default")
+    before = layer_removal.span_units_to_come("default")
     assert sorted((u.spec["split"], u.spec["eval_size"]) for u in before) == sorted(
         (u.spec["split"], u.spec["eval_size"]) for u in stored) == [("held-out", 6000), ("held-out", 6000),
                                                                      ("validation", None)]
     assert all(store.get(u.key, u.family) is not None for u in stored)  # the store is complete: all three scored
+    assert [u.id for u in layer_removal.span_units_to_come("default", store)] == [u.id for u in stored]
 
 
 def test_study_init_counts_04s_scoring_at_the_seconds_per_example_it_measured(tmp_path):
