@@ -46,6 +46,10 @@ class Family:
     filters     {table column: picker label}: what its explorer filters by
     study       (default settings, study_init.Scale) -> [(key, value, comment)]: what `study init` writes for
                 it (None: a study leaves it out)
+    reference_arms
+                plan entries (method, method_args) its claims are measured against: what study init's pilot
+                trains to learn the steps a run needs on the user's data, and the arms a study keeps longest
+                when it cuts methods to fit its hours (sizing.py)
     teaches     its runs are the lesson's own: drawn and read, no claim rests on them
     """
     name: str
@@ -66,6 +70,7 @@ class Family:
     figures: dict = field(default_factory=dict)
     filters: dict = field(default_factory=dict)
     study: Callable | None = None
+    reference_arms: tuple = ()
     teaches: bool = False
 
     @property

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..experiments import estimate, running, stats
 from ..experiments.families import Family, register
-from ..experiments.study_init import CONTROL, scaled
+from ..experiments.study_init import at_steps, control_keys
 from ..report.tables import FamilyResult, config_of, run_columns, tidy_frame
 from ..report.figures import Figure, Heatmap, span_grid, View, check_columns, converged_rows, majority_line, per_task
 from ..report.labels import SCALE
@@ -429,8 +429,9 @@ def study(s, scale):
     """What `study init` writes for 04: the default profile's settings `s` at the study's scale."""
     keys = [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
                                                  "are then removed span by span"),
-            ("train", scaled(s.train, scale.factor), "its steps, validated every eval_every steps"),
-            ("budget_control", [scale.task], CONTROL)]
+            ("train", at_steps(s.train, scale.steps), "its steps (at least what the pilot found a run needs here), "
+                                                      "validated every eval_every steps"),
+            *control_keys([scale.task], scale)]
     held_out = held_out_size(scale.default, scale.n_train)
     if held_out:
         keys.append(("held_out", held_out, "its claims are judged on this many train examples its run never saw "
