@@ -11,7 +11,7 @@
     python -m adapterlab regenerate --profile default [--only 04,05] [--fresh] [--workers 2] [--out DIR]
     python -m adapterlab regenerate --profile paper --dry-run [--workers-per-gpu 2]
     python -m adapterlab study init --task reviews.csv --text-column review --label-column stars \\
-        [--backbone default] [--hours 8] --out reviews.toml
+        [--backbone default] [--only 06,07] [--max-length N] [--hours 8] --out reviews.toml
     python -m adapterlab regenerate --profile reviews.toml --only 04,05,06,07
 
 Bad arguments print one clear line and exit with status 2, not a traceback. The command line is where
@@ -315,8 +315,13 @@ def add_study_parser(sub):
     init.add_argument("--validation", metavar="FILE", help="the validation file (default: carved from --task)")
     init.add_argument("--test", metavar="FILE", help="the test file (default: carved from --task)")
     init.add_argument("--backbone", default="default", help="default | a local model folder | a hub id")
+    init.add_argument("--only", help="the figure families it studies: comma-separated notebook numbers, e.g. "
+                                     "06,07 (default: 04,05,06,07)")
+    init.add_argument("--max-length", type=int, metavar="N",
+                      help="cut the texts at N tokens (at least 16; default: fitted to the train texts)")
     init.add_argument("--hours", type=float, default=8.0,
-                      help="the time the study may take on this machine (measured here); default 8")
+                      help="the time the study may take on this machine (measured here, its pilot included); "
+                           "init cuts 06's methods, then 07's sizes, then the budget controls to fit; default 8")
     init.add_argument("--out", required=True, metavar="FILE.toml", help="the study file to write; its stem names it")
 
 
@@ -324,7 +329,7 @@ def study_command(args):
     from .experiments.study_init import init
 
     init(args.task, args.text_columns, args.label_column, args.out, backbone=args.backbone, hours=args.hours,
-         validation=args.validation, test=args.test)
+         validation=args.validation, test=args.test, only=args.only, max_length=args.max_length)
 
 
 def main(argv=None):

@@ -35,8 +35,9 @@ class Family:
     control_entry
                 RunConfig -> how a `budget_control` entry of its settings names that run (None: no controls)
     work        (profile, family, store) -> [work.Work]: its units of work; None: one unit per planned run
-    passes      profile -> [work.Work]: the scoring units its work will add once its runs are stored (what study
-                init prices before anything is trained); None: none
+    passes      (profile, store or None) -> [work.Work]: the scoring units its work will hold once its runs are
+                stored, a stand-in for each run not stored yet (what estimate.py counts and prices before
+                anything is trained); None: none
     steps       {a unit's spec["step"]: its worker(spec, folders of its needs' files, folder for its own files)}:
                 the workers of units other than training runs (running.execute finds them here)
     columns     its table's columns as DESIGN.md's "Result tables" fix them (the contract), first in its CSV
@@ -49,6 +50,10 @@ class Family:
     filters     {table column: picker label}: what its explorer filters by
     study       (default settings, study_init.Scale) -> [(key, value, comment)]: what `study init` writes for
                 it (None: a study leaves it out)
+    reference_arms
+                plan entries (method, method_args) its claims are measured against: what study init's pilot
+                trains to learn the steps a run needs on the user's data, and the arms a study keeps longest
+                when it cuts methods to fit its hours (sizing.py)
     teaches     its runs are the lesson's own: drawn and read, no claim rests on them
     answers     the question of a page's "What to use" its table answers: WHICH_METHOD (one row per method
                 setting `label` and seed, with its test bits, share trained and costs) or HOW_MUCH_DATA (one row
@@ -72,6 +77,7 @@ class Family:
     figures: dict = field(default_factory=dict)
     filters: dict = field(default_factory=dict)
     study: Callable | None = None
+    reference_arms: tuple = ()
     teaches: bool = False
     answers: str = ""
 

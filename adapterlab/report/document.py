@@ -259,9 +259,9 @@ def report(profile="default", root=None):
 
 
 def stored_work(profile, root=None):
-    """{notebook stem: (runs, scoring)}: the stored records of each training notebook's plan under `root`,
-    its training runs and the scoring passes its plan adds (04's spans; provenance.stored_work), each family
-    planned once for notebook_seconds and total_time both."""
+    """{notebook stem: (runs, scoring, planned)}: the stored records of each training notebook's plan under
+    `root`, its training runs and the scoring passes its plan adds (04's spans), and how many units its plan
+    makes (provenance.stored_work), each family planned once for notebook_seconds and total_time both."""
     return {f.notebook: provenance.stored_work(profile, f, root) for f in families.registered()}
 
 
@@ -270,7 +270,7 @@ def notebook_seconds(profile, root=None, work=None):
     with the scoring its plan adds (04's spans; 0 when nothing is stored), and where the runs trained ("gpu"
     if any ran on CUDA, else "cpu"). `work`: stored_work's answer, when the caller has it already."""
     out = {}
-    for stem, (records, scoring) in (work or stored_work(profile, root)).items():
+    for stem, (records, scoring, _) in (work or stored_work(profile, root)).items():
         cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in records)
         out[stem] = (provenance.cost(records)[0] + provenance.scoring_seconds(scoring), "gpu" if cuda else "cpu")
     return out
@@ -286,22 +286,26 @@ def fresh_command(profile):
 
 def total_time(profile, root=None):
     """One line: what making the profile's records from scratch costs (fresh_command), summed from the runs
-    stored under `root` of every notebook that stores any, and the scoring their plans add."""
+    stored under `root` of every notebook that stores any, and the scoring their plans add; and how many of the
+    units their plans make (estimate.units, as study init and the dry run count them) are stored."""
     work = stored_work(profile, root)
     seconds = notebook_seconds(profile, root, work)
     missing = [f.name for f in families.registered() if f.study and not seconds[f.notebook][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items() if s) or "none stored"
     total = sum(s for s, _ in seconds.values())
-    where = provenance.machines([r for runs, _ in work.values() for r in runs])
-    added = [r for _, passes in work.values() for r in passes]
+    where = provenance.machines([r for runs, _, _ in work.values() for r in runs])
+    added = [r for _, passes, _ in work.values() for r in passes]
     scoring = [r for r in added if "eval_seconds" in r]  # passes over stored adapters; the others time steps
     timed = [r for r in added if "eval_seconds" not in r]
     scored = (f"; with {len(scoring)} scoring pass(es) of stored adapters, "
               f"{provenance.scoring_seconds(scoring) / 60:.0f} min" if scoring else "")
     scored += (f"; with {len(timed)} timing run(s), {provenance.scoring_seconds(timed) / 60:.0f} min" if timed else "")
+    stored = sum(len(runs) + len(passes) for runs, passes, _ in work.values())
+    planned = sum(n for _, _, n in work.values())
+    units = f"; {stored:,} of the {planned:,} units their plans make stored" if planned else ""
     return (f"**From scratch in all** (`{fresh_command(profile)}`): {total / 3600:.1f} h of stored "
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
-            f"({where}; a run trained beside others counts for its share: run_seconds / workers{scored})"
+            f"({where}; a run trained beside others counts for its share: run_seconds / workers{scored}){units}"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 

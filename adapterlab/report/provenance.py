@@ -14,19 +14,20 @@ from ..experiments import families, profiles
 
 
 def stored_work(profile, family, root=None):
-    """(runs, scoring): the stored records of a family's current units of work under `root`, its own
-    (stored_runs) and the units its plan adds in store files of their own (stored_scoring: 04's span scores,
-    06's timing runs), from one plan. ([], []), and no
-    plan made, without the family's store file."""
-    from ..experiments import planning, running  # torch and the models: only when asked
+    """(runs, added, planned): the stored records of a family's units of work under `root`, its own
+    (stored_runs) and those of the units its plan adds in store files of their own (04's span scores, 06's
+    timing runs), and how many units its plan makes in all (estimate.units: the count study init and the dry
+    run make), from one plan. ([], [], 0), and no plan made, without the family's store file."""
+    from ..experiments import estimate, running  # torch and the models: only when asked
     from ..experiments.results import ResultStore
     name = families.get(family).name
     if not ResultStore(profiles.results_dir(profile, root)).path(name).is_file():
-        return [], []
+        return [], [], 0
     store = running.store_of(profile, root=root)
-    found = [(unit, r) for unit in planning.work(profile, family, store)
-             if (r := store.get(unit.key, unit.family)) is not None]
-    return [r for unit, r in found if unit.family == name], [r for unit, r in found if unit.family != name]
+    planned = estimate.units(profile, family, store)
+    found = [(p.unit, store.get(p.unit.key, p.unit.family)) for p in planned if p.stored]
+    return ([r for unit, r in found if unit.family == name], [r for unit, r in found if unit.family != name],
+            len(planned))
 
 
 def created(profile, family, root=None):

@@ -394,13 +394,16 @@ def test_plan_and_dry_run_counts(tmp_path, monkeypatch):
     out = io.StringIO()
     counts = costs.dry_run("paper", file=out, root=tmp_path)
     steps = len(stream.steps("paper"))  # notebook 08's units of work, counted like the training runs
-    assert counts == {**{f: len(planning.plan("paper", f)) for f in TRAINED}, "stream": steps,
-                      "total": sum(len(planning.plan("paper", f)) for f in TRAINED) + steps}
+    # every unit the plan will make: each grid's trials, the runs at the rate it chooses, the scoring passes
+    eventual = {f: len(planning.plan("paper", f, _every_grid_chosen("paper", f)))
+                + len(families.get(f).passes("paper", None) if families.get(f).passes else []) for f in TRAINED}
+    assert counts == {**eventual, "stream": steps, "total": sum(eventual.values()) + steps}
     assert counts["teaching"] == 6  # notebook 03: five methods, and the swap method on a second task
     text = out.getvalue()
-    assert "layer_removal: 12 units, 0 stored in " in text and f"total: {counts['total']} units of work" in text
+    assert "layer_removal: 14 units, 0 stored in " in text and f"total: {counts['total']} units of work" in text
     assert f"stream: {steps} units, 0 stored in " in text and f"{steps} missing" in text
-    assert counts["layer_removal"] == 2 * 3 * 2  # MNLI, CoLA x Houlsby's lr {3e-5, 3e-4, 3e-3} x epochs {3, 20}
+    # MNLI, CoLA x Houlsby's lr {3e-5, 3e-4, 3e-3} x epochs {3, 20}; then each task's best run's spans scored
+    assert counts["layer_removal"] == 2 * 3 * 2 + 2
     assert "missing: " in text and "h on test machine (a training step" in text  # the plan table's estimate
     by_backbone = {}
     for c in planning.plan("paper", "param_performance"):

@@ -42,7 +42,7 @@ def test_one_seed_keeps_the_keys_the_default_store_holds():
     assert DEFAULT.layer_removal.seeds == (0,)
     runs = [planning.training_unit(DEFAULT, "layer_removal", c) for c in planning.plan(DEFAULT, "layer_removal")]
     assert ids(runs) == STORED_RUNS
-    assert ids(layer_removal.span_units_once_trained(DEFAULT)) == STORED_SPANS
+    assert ids(layer_removal.span_units_to_come(DEFAULT)) == STORED_SPANS
 
 
 def test_every_seed_trains_its_run_and_budget_control_and_is_scored_on_one_held_out_set():
@@ -51,7 +51,7 @@ def test_every_seed_trains_its_run_and_budget_control_and_is_scored_on_one_held_
     steps = sorted((c.train.seed, c.train.max_steps) for c in planned)
     assert steps == [(0, 240), (0, 480), (1, 240), (1, 480), (2, 240), (2, 480)]  # a run and its control per seed
     assert ids(planning.training_unit(p, "layer_removal", c) for c in planned) >= STORED_RUNS  # seed 0's as stored
-    units = layer_removal.span_units_once_trained(p)
+    units = layer_removal.span_units_to_come(p)
     validation = [u for u in units if u.spec["split"] == "validation"]
     held_out = [u for u in units if u.spec["split"] == removal.HELD_OUT]
     assert [u.spec["config"]["train"]["seed"] for u in validation] == [0]  # the heatmap: the first seed's run

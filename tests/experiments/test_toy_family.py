@@ -66,12 +66,12 @@ def test_the_dry_run_counts_its_units(toy, swept):
 
 
 def test_study_init_writes_its_settings(toy, tmp_path, monkeypatch):
-    from test_studies import TIMING, write_pairs
+    from test_studies import PILOT, TIMING, write_pairs
 
     monkeypatch.setattr(study_init, "time_training", lambda *args: TIMING)
     monkeypatch.setattr(study_init, "time_scoring", lambda *args: TIMING.span_seconds)
     path = study_init.init(str(write_pairs(tmp_path / "qa.csv", rows=400)), ["question", "answer"], "topic",
-                           tmp_path / "qa-study.toml", backbone="tiny", hours=10_000)
+                           tmp_path / "qa-study.toml", backbone="tiny", hours=10_000, pilot=PILOT)
     written = tomllib.loads(path.read_text())
     assert written["toy_sizes"] == {"sizes": [4, 16], "seeds": [0, 1, 2]}
     assert profiles.get(str(path)).settings(toy).seeds == (0, 1, 2)

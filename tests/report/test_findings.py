@@ -451,9 +451,10 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
               "param_performance": [], "low_resource": [dict(run_seconds=1800, device="cpu")], "stream": []}
     scoring = {family: [] for family in stored} | {"layer_removal": [dict(eval_seconds=90), dict(eval_seconds=60)]}
     planned = []  # each family's plan is read from the store once, for the times and the line alike
+    units = {family: 2 * len(stored[family]) + len(scoring[family]) for family in stored}  # half the runs stored
     monkeypatch.setattr(provenance, "stored_work",
                         lambda profile, family, root=None: planned.append(family := families.family_of(family))
-                        or (stored[family], scoring[family]))
+                        or (stored[family], scoring[family], units[family]))
     assert document.notebook_seconds("default") == {  # 04: its two runs and its two scoring passes
         "03_training_adapters": (120, "cpu"), "04_layer_removal": (300, "gpu"), "05_init_scale": (600, "cpu"),
         "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}
@@ -462,6 +463,7 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     assert "param_performance not stored yet" in line
     assert "(machine not recorded 4 run(s), Xeon (AVX512) 2 run(s);" in line  # where the seconds come from
     assert "with 2 scoring pass(es) of stored adapters, 2 min)" in line  # 150 s
+    assert "; 8 of the 14 units their plans make stored;" in line  # the estimate's count (estimate.units)
     assert sorted(planned) == sorted(list(stored) * 2)  # notebook_seconds, then total_time: once a family each
 
 
