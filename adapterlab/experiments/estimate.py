@@ -37,7 +37,8 @@ from ..training.train import RunConfig
 
 # What a unit is, in the order a plan makes them: {kind: its plural}
 KINDS = {"grid trial": "grid trials", "fixed-rate run": "fixed-rate runs", "run at a chosen rate": "runs at a chosen rate",
-         "budget control": "budget controls", "scoring pass": "scoring passes", "step": "steps"}
+         "budget control": "budget controls", "scoring pass": "scoring passes", "short run": "short runs",
+         "step": "steps"}
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,13 @@ def units(profile, family, store=None):
         unit = planning.training_unit(p, family, config, control=config_key(config.to_dict()) in controls)
         out.append(Planned(unit, _kind(config, stage_1, grids, controls), _holds(store, unit)))
     passes = family.passes(p, store) if family.passes else []
-    return out + [Planned(u, "scoring pass", _holds(store, u)) for u in passes]
+    return out + [Planned(u, added_kind(u), _holds(store, u)) for u in passes]
+
+
+def added_kind(unit):
+    """What a unit a family's work adds is, by what its spec asks: a number of training steps and no
+    evaluation (06's timing runs) is a short run; else it scores a stored run's adapter (04's spans)."""
+    return "short run" if "steps" in unit.spec else "scoring pass"
 
 
 def _holds(store, unit):
@@ -217,6 +224,13 @@ def pass_seconds(spec, timing):
     return scored_examples(spec, split_sizes(config.task)) * timing.span_seconds * ratio
 
 
+def short_run_seconds(spec, timing):
+    """A short run's seconds: its spec's training steps at the timed step, scaled to its backbone and tokens,
+    and a backbone load (each starts in a process of its own); None without a scale."""
+    ratio = scale(RunConfig.from_dict(spec["config"]), timing)
+    return None if ratio is None else spec["steps"] * timing.step_seconds * ratio + timing.load_seconds
+
+
 def seconds(planned, timing):
     """A unit's seconds at `timing`'s speed (run_seconds, pass_seconds); None where it has no price (a family's
     own steps among them)."""
@@ -224,6 +238,8 @@ def seconds(planned, timing):
         return None
     if planned.kind == "scoring pass":
         return pass_seconds(planned.unit.spec, timing)
+    if planned.kind == "short run":
+        return short_run_seconds(planned.unit.spec, timing)
     spec = planned.unit.spec
     return run_seconds(RunConfig.from_dict(spec["config"]), timing, spec["eval_size"])
 

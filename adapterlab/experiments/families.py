@@ -35,9 +35,9 @@ class Family:
     control_entry
                 RunConfig -> how a `budget_control` entry of its settings names that run (None: no controls)
     work        (profile, family, store) -> [work.Work]: its units of work; None: one unit per planned run
-    passes      (profile, store or None) -> [work.Work]: the scoring units its work will hold once its runs are
-                stored, a stand-in for each run not stored yet (what estimate.py counts and prices before
-                anything is trained); None: none
+    passes      (profile, store or None) -> [work.Work]: the units its work adds beside its runs (04's scoring
+                passes, once its runs are stored, with a stand-in for each run not stored yet; 06's timing runs):
+                what estimate.py counts and prices before anything is trained; None: none
     steps       {a unit's spec["step"]: its worker(spec, folders of its needs' files, folder for its own files)}:
                 the workers of units other than training runs (running.execute finds them here)
     columns     its table's columns as DESIGN.md's "Result tables" fix them (the contract), first in its CSV

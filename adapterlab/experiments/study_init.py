@@ -378,7 +378,8 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
     named = relative(backbone, folder) if Path(backbone).is_dir() else backbone
     sizer = Sizer(out.stem, table, named, summary, timing, pilot_cap(default()), folder)
     first = sizer.profile(sizing.CUTS[0], study_families())
-    scored = [u for f in chosen if f.passes for u in f.passes(first, None)]  # the adapter a scoring pass scores
+    scored = [u for f in chosen if f.passes for u in f.passes(first, None)  # the adapter a scoring pass scores
+              if estimate.added_kind(u) == "scoring pass"]
     if scored:
         timing = replace(timing, span_seconds=time_scoring(model, tokenizer, batch_size, summary.batch_length,
                                                            scored[0].spec["config"]["method_args"]))

@@ -509,20 +509,22 @@ def _move_text(moves):
 
 # ----------------------------------------------------------------------------- study init
 
-def held_out_size(default, n_train):
-    """How many train examples 04 scores its claims on, unseen by its run: the default profile's held_out, as
-    far as the part of the train split its train_size leaves out holds them (0: none, the runs train on all)."""
-    return min(default.settings(NAME).held_out, max(0, n_train - default.train_size))
+def held_out_size(default, n_train, seeds=1):
+    """How many train examples 04 scores its claims on, unseen by any of its `seeds` runs: the default profile's
+    held_out, as far as the part of the train split that the seeds' train_size subsets surely leave out holds
+    them (their union is at most seeds x train_size; 0: none, the runs train on all)."""
+    return min(default.settings(NAME).held_out, max(0, n_train - seeds * default.train_size))
 
 
 def study(s, scale):
     """What `study init` writes for 04: the default profile's settings `s` at the study's scale."""
-    keys = [("method_args", dict(s.method_args), "notebook 04: one Houlsby model (adapter size m), whose adapters "
-                                                 "are then removed span by span"),
+    keys = [("method_args", dict(s.method_args), "notebook 04: a Houlsby model (adapter size m) per seed, whose "
+                                                 "adapters are then removed span by span"),
+            ("seeds", list(scale.seeds), "its claims cross the seeds' runs with the held-out examples"),
             ("train", at_steps(s.train, scale.steps), "its steps (at least what the pilot found a run needs here), "
                                                       "validated every eval_every steps"),
             *control_keys([scale.task], scale)]
-    held_out = held_out_size(scale.default, scale.n_train)
+    held_out = held_out_size(scale.default, scale.n_train, len(scale.seeds))
     if held_out:
         keys.append(("held_out", held_out, "its claims are judged on this many train examples its run never saw "
                                            "(the heatmap stays on validation, where the run's best state was "

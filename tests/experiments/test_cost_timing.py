@@ -92,8 +92,8 @@ def test_timing_runs_run_in_order_once_and_resume(tmp_path, monkeypatch):
     out = io.StringIO()
     costs.dry_run(TIMED_SMOKE, [pp.NAME], verbose=False, file=out, root=tmp_path)
     assert out.getvalue().startswith(f"{pp.NAME}: 9 units, 9 stored")  # 3 training runs and 6 timing runs
-    runs, added = provenance.stored_work(TIMED_SMOKE, pp.NAME, tmp_path)
-    assert len(runs) == 3 and len(added) == 6
+    runs, added, planned = provenance.stored_work(TIMED_SMOKE, pp.NAME, tmp_path)
+    assert len(runs) == 3 and len(added) == 6 and planned == 9
     assert provenance.scoring_seconds(added) == sum(r["run_seconds"] for r in added) > 0
 
 

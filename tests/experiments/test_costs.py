@@ -119,7 +119,7 @@ def test_the_dry_run_finds_each_unit_in_its_own_store_file(monkeypatch):
     assert costs.dry_run("default", families=("layer_removal",), file=out)["layer_removal"] == 5
     text = out.getvalue()
     assert "layer_removal: 5 units, 5 stored in " in text and ", 0 missing" in text
-    assert text.count("  stored  spans of ") == 3  # the scoring passes, stored without run_seconds
+    assert text.count("  stored  scoring pass: spans of ") == 3  # the scoring passes, stored without run_seconds
 
 
 def test_asked_for_a_gpu_the_dry_run_estimates_on_the_committed_h200(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from adapterlab.experiments import planning, profiles, running
+from adapterlab.experiments import stats, planning, profiles, running
 from adapterlab.families import layer_removal
 from adapterlab.report import findings, tables
 from adapterlab.training import removal
@@ -92,6 +92,7 @@ def test_two_seeds_end_to_end_pair_their_spans_on_one_held_out_set(tmp_path, one
     assert held.groupby("seed")["eval_examples"].first().tolist() == [200, 200]
     assert held.groupby("seed")["majority_correct"].first().map(len).nunique() == 1  # bits of the same examples
     for _, verdict in layer_removal.read(held)[1]:
-        assert "seeds x held-out examples (2 x 200), crossed" in verdict.diff.how
+        design = verdict.diff.design  # crossed: the seeds' noise and the examples' (a tiny model may predict alike)
+        assert isinstance(design, stats.Crossed) and (design.seeds, design.examples) == (2, 200)
     stored = running.store_of(p, root=tmp_path).records(layer_removal.SPANS)
     assert sorted(e["config"].get("unseen_by") is not None for e in stored) == [False, True, True]

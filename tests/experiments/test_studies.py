@@ -373,12 +373,12 @@ def test_study_init_states_the_validation_splits_size_and_warns_below_200(tmp_pa
                         "data"]
     # 1,200 rows: a fifth, 240 examples, and no warning
     summary = si.DataSummary("qa.csv", CLASSES, (300,) * 4, {"train": 840, "validation": 240, "test": 120}, 32,
-                             True, 24)
+                             True, 24, 32, 0.0, 0.0)
     assert si.validation_note(summary) == ("Validation: 240 examples (carved from the train file: a fifth of it, "
                                            "or 200 examples where the data allow); it chooses every run's learning "
                                            "rate and best state.", None)
     given = si.DataSummary("qa.csv?validation=dev.csv", CLASSES, (30,) * 4, {"train": 120, "validation": 60,
-                                                                               "test": 60}, 32, True, 24)
+                                                                               "test": 60}, 32, True, 24, 32, 0.0, 0.0)
     sentence, warning = si.validation_note(given)
     assert sentence.startswith("Validation: 60 examples (its own file)") and "fewer than 200" in warning
 
@@ -389,6 +389,8 @@ def test_study_init_holds_out_what_the_train_size_leaves_unseen():
     held_out_size = lambda n_train: layer_removal.held_out_size(si.default(), n_train)  # noqa: E731
     assert held_out_size(20_000) == 6000 and held_out_size(7500) == 5500
     assert held_out_size(2000) == 0 and held_out_size(320) == 0
+    # three seeds' subsets may cover up to 3 x 2,000 examples: what surely none of them holds
+    assert layer_removal.held_out_size(si.default(), 7500, seeds=3) == 1500
 
 
 def test_the_scoring_a_plan_will_add_is_what_the_complete_store_holds():

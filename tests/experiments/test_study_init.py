@@ -171,7 +171,8 @@ def test_the_pilot_trains_the_reference_arms_on_the_studys_data(tmp_path):
 
 def test_no_run_trains_fewer_steps_than_the_pilot_found(tmp_path, fixed_timing):
     """Every run of the written study trains at least the pilot's steps, at any cut; 07's steps see every
-    training size whole (steps x batch >= size), here more than the pilot's 5 for its 320 examples."""
+    training size whole (steps x batch >= size), here more than the pilot's 5 for its 240 examples (400 rows less
+    the 30% validation and the 10% test carved from them)."""
     few = replace(PILOT, steps=5)
     sizer = replace(sizer_for(tmp_path), steps=few.steps)
     for cut in (sizing.CUTS[0], sizing.CUTS[-1]):
@@ -181,8 +182,8 @@ def test_no_run_trains_fewer_steps_than_the_pilot_found(tmp_path, fixed_timing):
         assert min(c.train.max_steps for c in runs) >= few.steps
         sizes = [c for c in runs if c.train_size]
         assert sizes and all(c.train.max_steps * c.train.batch_size >= c.train_size for c in sizes)
-        assert max(c.train_size for c in sizes) == (320 if cut.sizes is None else 160)
-        assert p.low_resource.steps == (10 if cut.sizes is None else 6)  # 320 / 32; 160 / 32 is under 6 validations
+        assert max(c.train_size for c in sizes) == (240 if cut.sizes is None else 120)
+        assert p.low_resource.steps == (8 if cut.sizes is None else 6)  # 240 / 32, rounded up; 120 / 32 is under 6 validations
         assert {len(getattr(p, f.name).seeds) for f in STUDY if hasattr(getattr(p, f.name), "seeds")} == {3}
 
 
@@ -206,7 +207,7 @@ def test_init_cuts_06s_methods_then_07s_sizes_then_the_controls(tmp_path, fixed_
                    hours=(PILOT.seconds + (prices[3] + prices[4]) / 2) / 3600)
     p = profiles.get(str(path))
     assert [m for m, *_ in p.param_performance.methods] == ["houlsby", "full"]  # the reference arms, in 06's order
-    assert p.low_resource.sizes == (40, 80, 160) and p.param_performance.budget_control_seeds == (0,)
+    assert p.low_resource.sizes == (30, 60, 120) and p.param_performance.budget_control_seeds == (0,)
     assert words("Breadth: 06's reference arms, 07's 3 smallest training sizes, budget controls at the first seed") \
         in words(path)
 
