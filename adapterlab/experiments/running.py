@@ -11,7 +11,12 @@ after the other, through the one worker function (execute) the sweep (sweep.py) 
 stores what comes back the way the sweep does (store_result). The notebooks call run_plan before they
 build their tables (report.tables.get reads what it stored); `fresh` becomes the store's `since` here
 (store_of, results.fresh_since). Every store lives under <root>/data/results/<profile>/, root as
-profiles.project_root(root) gives it.
+profiles.project_root(root) gives it; a runner claims a study's folder before it writes there
+(claimed_store), a reader opens it as it is (store_of).
+
+A unit carries all its worker needs as plain data (work.Work.spec): a training run's config names its task
+and model and, for a study's own, where they lie (train.RunConfig.task_source, backbone_folder), so a worker
+process, local or on Ray, has read no study file and needs none.
 """
 import platform
 import shutil
@@ -25,20 +30,24 @@ from tqdm.auto import tqdm
 from . import families, planning, rules, studies, work
 from . import profiles as profiles_module
 from ..methods.writing import atomic_write
-from ..training import backbones
-from ..training import tasks as task_registry
 from ..training import train as T
 from .results import ResultStore, fresh_since
 
 
 def store_of(profile, fresh=False, root=None):
     """The result store of a profile, <root>/data/results/<profile>/, in which the records `fresh`
-    retrains (results.fresh_since) count as missing. A study's folder is claimed first (studies.claim):
-    one holding another study's records is refused before anything trains."""
+    retrains (results.fresh_since) count as missing. Opening it reads no data and checks nothing: the
+    records in it were checked when they were written (claimed_store)."""
+    return ResultStore(profiles_module.results_dir(profile, root), since=fresh_since(fresh))
+
+
+def claimed_store(profile, fresh=False, root=None):
+    """store_of for a runner that writes into it: a study's data are read and checked and its folder
+    claimed first (studies.claim), so that one holding another study's records, or other data under the
+    study's name, is refused before anything trains and is left as it was."""
     p = profiles_module.resolve(profile)
-    folder = profiles_module.results_dir(p, root)
-    studies.claim(p, folder)
-    return ResultStore(folder, since=fresh_since(fresh))
+    studies.claim(p, profiles_module.results_dir(p, root))
+    return store_of(p, fresh, root)
 
 
 def machine():
@@ -93,24 +102,17 @@ def worker(step):
 
 def pack(unit, store, **extra):
     """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
-    worker on another machine needs no shared disk), the data tasks and model folders registered here (a
-    study's task and its local model are names that a fresh worker process does not know yet) and `extra`
-    (workers, progress, glue_dir)."""
+    worker on another machine needs no shared disk) and `extra` (workers, progress, glue_dir)."""
     inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
               for need in unit.needs]
-    return {**unit.spec, "inputs": inputs, "data_tasks": dict(task_registry.DATA_TASKS),
-            "model_folders": dict(backbones.FOLDERS), **extra}
+    return {**unit.spec, "inputs": inputs, **extra}
 
 
 def execute(spec):
-    """The one worker function, in this process, a sweep's worker process or a Ray task: register the
-    data tasks and model folders the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
-    (worker), and return {"record", "files"}: the record with how it was timed (workers side by side,
-    threads, machine) and the files the step left, as {name: bytes}, for the driver to store."""
-    for name, data in spec.get("data_tasks", {}).items():
-        task_registry.register_data(name, data)
-    for name, path in spec.get("model_folders", {}).items():
-        backbones.register_folder(name, path)
+    """The one worker function, in this process, a sweep's worker process or a Ray task: write the needs'
+    files to a temporary folder, run spec["step"] (worker) on the spec alone, and return {"record", "files"}:
+    the record with how it was timed (workers side by side, threads, machine) and the files the step left,
+    as {name: bytes}, for the driver to store."""
     with tempfile.TemporaryDirectory() as tmp:
         needs = []
         for i, files in enumerate(spec.get("inputs", [])):
@@ -198,8 +200,9 @@ def run_config(profile, family, config, fresh=False, progress=True, keep_adapter
     keep_adapter: save the adapter (None: when the family keeps it, planning.keeps_adapter); saved_files
     finds it. `fresh` (results.fresh_since; pass the same time to several calls so that each run
     retrains once)."""
-    store = store_of(profile, fresh, root)
-    unit = planning.training_unit(profile, family, config, keep_adapter=keep_adapter)
+    p = profiles_module.resolve(profile)
+    store = claimed_store(p, fresh, root)
+    unit = planning.training_unit(p, family, config, keep_adapter=keep_adapter)
     if not work.usable(store, unit):
         run_unit(store, unit, progress)
     return store.get(unit.key, unit.family)

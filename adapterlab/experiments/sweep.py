@@ -256,7 +256,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     file = file or sys.stdout
     p = profiles_module.resolve(profile)
     since = fresh_since(fresh)  # one time for the whole sweep: a run it retrained is not retrained again
-    store = running.store_of(p, since, root)
+    store = running.claimed_store(p, since, root)
     for change in studies.record_resolved(p, store.root):  # a changed study file: say what its new runs change
         print(f"sweep {p.name}: changed since the last run: {change}", file=file)
     failures = Failures(store.root)

@@ -22,7 +22,6 @@ from ..methods.config import method
 from . import claims
 from .labels import method_label
 from ..training import files
-from ..training import tasks as task_registry
 from . import power, provenance
 from .findings import budget_control, judged, load
 from .what_to_use import section as what_to_use
@@ -54,13 +53,12 @@ def given_name(profile):
     return Path(profile.source).name if profile.source else profile.name
 
 
-def task_text(task):
-    """A task as a page names it: a study's own data with its file (or hub dataset) and columns; any other task
-    by its name."""
-    spec = task_registry.DATA_TASKS.get(task)
-    if spec is None:
+def task_text(task, source=None):
+    """A task as a page names it: a study's own data (`source`, Profile.task_sources) with its file (or hub
+    dataset) and columns; any other task by its name."""
+    if source is None:
         return f"`{task}`"
-    base, options = files.parse_spec(spec)
+    base, options = files.parse_spec(source)
     data = base if base.startswith(files.HF_PREFIX) else Path(base).name
     text = " + ".join(options.get("text", files.DEFAULT_TEXT))
     return f"`{task}` ({data}: text {text}, label {options.get('label', [files.DEFAULT_LABEL])[-1]})"
@@ -74,7 +72,8 @@ def header(profile):
         return FINDINGS_HEADER
     title = f"the study `{p.name}` ({given_name(p)})" if p.source else f"the `{p.name}` profile"
     return PAGE_HEADER.format(title=title, description=p.description[:1].upper() + p.description[1:],
-                              tasks=("Task " if len(p.tasks) == 1 else "Tasks ") + ", ".join(map(task_text, p.tasks)),
+                              tasks=("Task " if len(p.tasks) == 1 else "Tasks ")
+                              + ", ".join(task_text(t, p.task_sources.get(t)) for t in p.tasks),
                               backbone=p.backbone, name=p.name,
                               given=given_name(p))
 
