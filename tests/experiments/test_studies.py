@@ -203,6 +203,16 @@ def run_in_a_fresh_process(spec, monkeypatch):
     return running.execute(spec)["record"]
 
 
+def test_a_local_model_folder_is_for_the_families_of_training_runs(study):
+    """A run config carries a study's model folder to its worker; the stream's steps load their backbone by
+    name, so a local folder there is refused when the study is read, in one line naming the fix."""
+    (study.parent / "models" / "tiny-bert").mkdir(parents=True)
+    edit(study, "[train]", '[stream]\nbackbone = "models/tiny-bert"\n\n[train]')
+    with pytest.raises(ValueError, match=r"qa\.toml \[stream\] backbone 'models/tiny-bert' is a local model "
+                                         r"folder, which only the families of training runs \(04-07\) take"):
+        profiles.get(str(study))
+
+
 def test_a_worker_process_learns_the_study_task_from_its_unit(study, root, monkeypatch):
     p = profiles.get(str(study))
     store = running.store_of(p, root=root)
