@@ -158,14 +158,20 @@ def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=No
     again is how the learning rates chosen on stored grids add their runs, how layer removal adds its
     span scores and how a chain of steps grows. The plan's budget controls and span scores run too but
     are not among the records returned (the tables read them). `fresh` becomes one time for the whole
-    call, so each unit reruns once. glue_dir: the folder of GLUE's TSV files (None: the hub)."""
+    call, so each unit reruns once. glue_dir: the folder of GLUE's TSV files (None: the hub). The plan that
+    finds nothing left to run is the one the records are read from and the unneeded files dropped by:
+    nothing was stored after it was made."""
     p, family = profiles_module.resolve(profile), families.get(family)
-    store = store_of(p, fresh, root)
+    store = claimed_store(p, fresh, root)
     for change in studies.record_resolved(p, store.root):  # a changed study file: say what its new runs change
         tqdm.write(f"{p.name}: changed since the last run: {change}")
     done = set()
     bar = tqdm(desc=f"{p.name}/{family.name}", disable=not progress, unit="run", total=0)
-    while todo := [u for u in work.ready(planning.work(p, family, store), store) if u.id not in done]:
+    while True:
+        units = planning.work(p, family, store)
+        todo = [u for u in work.ready(units, store) if u.id not in done]
+        if not todo:
+            break
         bar.total += len(todo)
         for unit in todo:
             bar.set_postfix_str(unit.label, refresh=False)
@@ -173,8 +179,8 @@ def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=No
             done.add(unit.id)
             bar.update()
     bar.close()
-    records = plan_records(p, family, store)  # before any file goes: a later step's key may hash an earlier's
-    drop_unneeded(store, planning.work(p, family, store))
+    records = unit_records(p, family, store, units)  # before any file goes: a later step's key may hash an earlier's
+    drop_unneeded(store, units)
     return records
 
 
@@ -182,8 +188,13 @@ def plan_records(profile, family, store):
     """The family's own records of its plan in `store`, in plan order, read without running anything
     (budget controls left out: tables.budget_control reads them; so are the records of any other family
     the plan makes). A ValueError names what the store lacks and the runners that make it."""
+    p = profiles_module.resolve(profile)
+    return unit_records(p, family, store, planning.work(p, family, store))
+
+
+def unit_records(profile, family, store, units):
+    """plan_records of the family's plan already made: its `units` (planning.work on `store`)."""
     p, family = profiles_module.resolve(profile), families.get(family)
-    units = planning.work(p, family, store)
     if lacking := [u for u in units if store.get(u.key, u.family) is None]:
         raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family.name} (e.g. {lacking[0]}); "
                          f"make them first: running.run_plan({p.name!r}, {family.name!r}) or "
