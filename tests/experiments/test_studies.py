@@ -344,6 +344,21 @@ def test_the_example_study_with_a_changed_row_is_refused_by_the_dry_run_and_the_
         assert snapshot(tmp_path) == before
 
 
+def test_reading_a_studys_records_reads_none_of_its_data(monkeypatch):
+    """Opening the example study's store and planning every family of it from the records there (what tables,
+    figures and pages do) reads no data file: only the runners that write check the data (claimed_store)."""
+    def no_data(*args, **kwargs):
+        raise AssertionError("the study's data were read")
+
+    p = profiles.get(str(CHECKOUT / "studies" / "deflategate" / "deflategate.toml"))
+    monkeypatch.setattr(task_registry, "_load_data", no_data)
+    monkeypatch.setattr(studies, "_sha256", no_data)
+    store = running.store_of(p)
+    assert all(store.get(u.key, u.family) is not None for f in FAMILIES for u in planning.work(p, f, store))
+    with pytest.raises(AssertionError, match="data were read"):  # a runner does read them
+        running.claimed_store(p)
+
+
 def test_records_without_an_identity_are_not_claimed(study, root, capsys):
     folder = profiles.results_dir(str(study), root)
     folder.mkdir(parents=True)
