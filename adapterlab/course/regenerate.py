@@ -558,6 +558,13 @@ def regenerate(profile="default", only=None, fresh=False, out=None, dry_run=Fals
     when = results.fresh_since(since, "--since") if since is not None else results.fresh_since(bool(fresh))
     since = None if when is None else when.isoformat(timespec="seconds")
     parameters = notebook_parameters(profile, since, out)
+    # A study may write into its folder only while that holds the records of its own data (studies.check:
+    # its data read and checked, their sha256 compared with the folder's study.json). The dry run and the
+    # run refuse here alike, in one line, before anything is listed, trained or written; the sweep then
+    # claims the folder (writes study.json the first time).
+    from ..experiments import studies
+
+    studies.check(profile, profiles.results_dir(profile, root))
 
     if dry_run:
         return _dry_run(profile, chosen, jobs, workers, out_dir, root, env, parameters, workers_per_gpu)

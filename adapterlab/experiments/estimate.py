@@ -155,49 +155,39 @@ def scale(config, timing):
     the backbone and the tokens (batch_tokens) alike. A backbone SHAPES lacks (a study's own model) is scaled
     by its tokens alone when the timing measured that backbone (what study init times), and is None (no
     price) when it did not."""
-    tokens = batch_tokens(config.task, config.max_length, config.train.batch_size)
+    tokens = batch_tokens(config.task, config.max_length, config.train.batch_size, config.task_source)
     shape, timed = SHAPES.get(config.backbone), SHAPES.get(timing.backbone)
     if shape is not None and timed is not None:
         return forward_flops(shape, tokens) / forward_flops(timed, timing.max_length)
     return tokens / timing.max_length if config.backbone == timing.backbone else None
 
 
-def _spec(task):
-    """What a task's name stands for here: a study's data file can change under the same name between two
-    studies read in one process, so the caches below key on it too."""
-    return task_registry.DATA_TASKS.get(task)
+# The caches below key on a task's source too (the data a study's task name stands for: RunConfig.task_source):
+# a study's data file can change under the same name between two studies read in one process.
 
 
-def batch_tokens(task, max_length, batch_size):
+@functools.lru_cache(maxsize=64)
+def batch_tokens(task, max_length, batch_size, source=None):
     """The tokens a run's training batches pad to on average: its train texts cut at max_length, in
     length-bucketed batches (tasks.padded_length, rounded up), under the packaged tokenizer (the WordPiece
     vocabulary of every BERT in SHAPES; a T5's differs a little). max_length for GLUE, whose texts are not
     read for an estimate (split_sizes: no download)."""
-    return _batch_tokens(task, _spec(task), max_length, batch_size)
-
-
-@functools.lru_cache(maxsize=64)
-def _batch_tokens(task, spec, max_length, batch_size):
     if task.partition(":")[0] in planning.GLUE_TRAIN_SIZES:
         return max_length
-    lengths = task_registry.token_lengths(task_registry.load_task(task), default_tokenizer())
+    lengths = task_registry.token_lengths(task_registry.load_task(task, source=source), default_tokenizer())
     return math.ceil(task_registry.padded_length(np.minimum(lengths, max_length), batch_size))
 
 
-def split_sizes(task):
+@functools.lru_cache(maxsize=64)
+def split_sizes(task, source=None):
     """{split: examples} of a task: GLUE's from its known train size without a download (validation a tenth of
     train, at most VALIDATION_CAP, as tasks.py carves it; test, the official validation set, taken as large);
     any other task's counted."""
-    return _split_sizes(task, _spec(task))
-
-
-@functools.lru_cache(maxsize=64)
-def _split_sizes(task, spec):
     glue = planning.GLUE_TRAIN_SIZES.get(task.partition(":")[0])
     if glue:
         held_out = min(VALIDATION_CAP, round(glue / 9))
         return {"train": glue, "validation": held_out, "test": held_out}
-    return {split: len(data) for split, data in task_registry.load_task(task).splits.items()}
+    return {split: len(data) for split, data in task_registry.load_task(task, source=source).splits.items()}
 
 
 def scored_examples(spec, sizes):
@@ -211,7 +201,9 @@ def run_seconds(config, timing, eval_cap=None):
     """A training run's seconds at `timing`'s speed: Timing.run_seconds (the backbone's load, the run's steps at
     its batch, its evaluations on sets capped at eval_cap) with each example scaled (scale); None without a scale."""
     ratio = scale(config, timing)
-    return None if ratio is None else timing.run_seconds(config, split_sizes(config.task), eval_cap, scale=ratio)
+    if ratio is None:
+        return None
+    return timing.run_seconds(config, split_sizes(config.task, config.task_source), eval_cap, scale=ratio)
 
 
 def pass_seconds(spec, timing):
@@ -221,7 +213,7 @@ def pass_seconds(spec, timing):
     ratio = scale(config, timing)
     if ratio is None or timing.span_seconds is None:
         return None
-    return scored_examples(spec, split_sizes(config.task)) * timing.span_seconds * ratio
+    return scored_examples(spec, split_sizes(config.task, config.task_source)) * timing.span_seconds * ratio
 
 
 def short_run_seconds(spec, timing):

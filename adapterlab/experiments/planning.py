@@ -24,7 +24,6 @@ from dataclasses import replace
 from . import families
 from . import profiles as profiles_module
 from ..training import files
-from ..training import tasks as task_registry
 from ..training import train as T
 from ..methods.config import method
 from .results import config_key
@@ -58,13 +57,15 @@ def run_key(config, profile, family):
     """The result-store config of a run: the RunConfig as a dict, the full method it resolves to (so a
     changed preset default changes the key), the CODE_VERSION, plus "carve_version" for a data task whose
     validation split is carved from its file (files.CARVE_VERSION) and "eval_size" when the profile (or the
-    family's settings) caps the evaluation sets."""
+    family's settings) caps the evaluation sets. What a task's name stands for is the profile's to say
+    (Profile.task_sources: a study's data), so a config read back from a record keys as its planned one."""
+    p = profiles_module.resolve(profile)
     d = config.to_dict()
     d["method_config"] = method(config.method, **config.method_args).to_dict()
     d["code_version"] = CODE_VERSION
-    if files.carves_validation(task_registry.DATA_TASKS.get(config.task, config.task)):
+    if files.carves_validation(p.task_sources.get(config.task, config.task)):
         d["carve_version"] = files.CARVE_VERSION  # a carved validation split's rows are the carving rule's
-    cap = eval_size(profile, family)
+    cap = eval_size(p, family)
     if cap is not None:
         d["eval_size"] = cap
     return d
@@ -145,17 +146,20 @@ def method_lr(p, method_name, settings=None):
 def config_for(p, *, task, method, method_args=None, backbone=None, train_size="profile",
                family_train=None, **train_overrides):
     """A RunConfig with the profile's defaults; train_overrides, then the family's own "train"
-    settings (family_train), replace TrainConfig fields."""
+    settings (family_train), replace TrainConfig fields. A study's own task and model come with where they
+    lie (Profile.task_sources, model_folders), so the config is all a worker needs."""
     train = {**p.train, **train_overrides, **(family_train or {})}
     try:
         train_config = T.TrainConfig(**train)
     except TypeError:
         valid = ", ".join(T.TrainConfig.__dataclass_fields__)
         raise ValueError(f"profile {p.name!r}: unknown training setting in {sorted(train)}; valid: {valid}") from None
+    backbone = backbone or p.backbone
     return T.RunConfig(
-        backbone=backbone or p.backbone, task=task, method=method, method_args=dict(method_args or {}),
+        backbone=backbone, task=task, method=method, method_args=dict(method_args or {}),
         train_size=p.train_size if train_size == "profile" else train_size,
         max_length=p.max_length, train=train_config,
+        task_source=p.task_sources.get(task), backbone_folder=p.model_folders.get(backbone),
     )
 
 
@@ -258,7 +262,7 @@ def training_unit(profile, family, config, control=False, keep_adapter=None):
     p, family = profiles_module.resolve(profile), families.get(family)
     key = run_key(config, p, family)
     save = keeps_adapter(p, family, config) if keep_adapter is None else keep_adapter
-    spec = {"step": "train", "config": config.to_dict(), "eval_size": eval_size(p, family), "save": save}
+    spec = {"step": "train", "config": config.to_spec(), "eval_size": eval_size(p, family), "save": save}
     return Work(family.name, key, spec, marker=ADAPTER_CONFIG if save else None, control=control,
                 label=describe(config))
 

@@ -79,9 +79,14 @@ class Profile:
     method_lr: dict = field(default_factory=dict)  # learning rate per method (others: train["lr"])
     family_settings: dict = field(default_factory=dict)  # family name -> its typed settings
     source: str | None = None  # the study file it was read from (studies.py)
+    # A study's own data and model, as values that travel with the profile into every run config it plans
+    # (planning.config_for) and so into every unit of work: no process needs to have read the study file.
+    task_sources: dict = field(default_factory=dict)  # task name -> the data it stands for (files.spec's form)
+    model_folders: dict = field(default_factory=dict)  # backbone name -> the model folder it stands for here
 
     def __init__(self, name, description, backbone, tasks, train, train_size=None, max_length=128, eval_size=None,
-                 method_lr=None, family_settings=None, source=None, **settings):
+                 method_lr=None, family_settings=None, source=None, task_sources=None, model_folders=None,
+                 **settings):
         given = {**(family_settings or {}), **settings}
         known = {f.name: f for f in families.registered()}
         if unknown := [k for k in given if k not in known]:
@@ -92,7 +97,8 @@ class Profile:
         for key, value in dict(name=name, description=description, backbone=backbone, tasks=tuple(tasks),
                                train=dict(train), train_size=train_size, max_length=max_length,
                                eval_size=eval_size, method_lr=dict(method_lr or {}), family_settings=typed,
-                               source=source).items():
+                               source=source, task_sources=dict(task_sources or {}),
+                               model_folders=dict(model_folders or {})).items():
             object.__setattr__(self, key, value)
 
     def settings(self, family):

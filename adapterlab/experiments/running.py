@@ -11,7 +11,12 @@ after the other, through the one worker function (execute) the sweep (sweep.py) 
 stores what comes back the way the sweep does (store_result). The notebooks call run_plan before they
 build their tables (report.tables.get reads what it stored); `fresh` becomes the store's `since` here
 (store_of, results.fresh_since). Every store lives under <root>/data/results/<profile>/, root as
-profiles.project_root(root) gives it.
+profiles.project_root(root) gives it; a runner claims a study's folder before it writes there
+(claimed_store), a reader opens it as it is (store_of).
+
+A unit carries all its worker needs as plain data (work.Work.spec): a training run's config names its task
+and model and, for a study's own, where they lie (train.RunConfig.task_source, backbone_folder), so a worker
+process, local or on Ray, has read no study file and needs none.
 """
 import platform
 import shutil
@@ -25,20 +30,24 @@ from tqdm.auto import tqdm
 from . import families, planning, rules, studies, work
 from . import profiles as profiles_module
 from ..methods.writing import atomic_write
-from ..training import backbones
-from ..training import tasks as task_registry
 from ..training import train as T
 from .results import ResultStore, fresh_since
 
 
 def store_of(profile, fresh=False, root=None):
     """The result store of a profile, <root>/data/results/<profile>/, in which the records `fresh`
-    retrains (results.fresh_since) count as missing. A study's folder is claimed first (studies.claim):
-    one holding another study's records is refused before anything trains."""
+    retrains (results.fresh_since) count as missing. Opening it reads no data and checks nothing: the
+    records in it were checked when they were written (claimed_store)."""
+    return ResultStore(profiles_module.results_dir(profile, root), since=fresh_since(fresh))
+
+
+def claimed_store(profile, fresh=False, root=None):
+    """store_of for a runner that writes into it: a study's data are read and checked and its folder
+    claimed first (studies.claim), so that one holding another study's records, or other data under the
+    study's name, is refused before anything trains and is left as it was."""
     p = profiles_module.resolve(profile)
-    folder = profiles_module.results_dir(p, root)
-    studies.claim(p, folder)
-    return ResultStore(folder, since=fresh_since(fresh))
+    studies.claim(p, profiles_module.results_dir(p, root))
+    return store_of(p, fresh, root)
 
 
 def machine():
@@ -93,24 +102,17 @@ def worker(step):
 
 def pack(unit, store, **extra):
     """What a worker needs for `unit`, as plain data: its spec, the files of its needs as bytes (so a
-    worker on another machine needs no shared disk), the data tasks and model folders registered here (a
-    study's task and its local model are names that a fresh worker process does not know yet) and `extra`
-    (workers, progress, glue_dir)."""
+    worker on another machine needs no shared disk) and `extra` (workers, progress, glue_dir)."""
     inputs = [{f.name: f.read_bytes() for f in work.folder(store, need).iterdir() if f.is_file()}
               for need in unit.needs]
-    return {**unit.spec, "inputs": inputs, "data_tasks": dict(task_registry.DATA_TASKS),
-            "model_folders": dict(backbones.FOLDERS), **extra}
+    return {**unit.spec, "inputs": inputs, **extra}
 
 
 def execute(spec):
-    """The one worker function, in this process, a sweep's worker process or a Ray task: register the
-    data tasks and model folders the driver knew (pack), write the needs' files to a temporary folder, run spec["step"]
-    (worker), and return {"record", "files"}: the record with how it was timed (workers side by side,
-    threads, machine) and the files the step left, as {name: bytes}, for the driver to store."""
-    for name, data in spec.get("data_tasks", {}).items():
-        task_registry.register_data(name, data)
-    for name, path in spec.get("model_folders", {}).items():
-        backbones.register_folder(name, path)
+    """The one worker function, in this process, a sweep's worker process or a Ray task: write the needs'
+    files to a temporary folder, run spec["step"] (worker) on the spec alone, and return {"record", "files"}:
+    the record with how it was timed (workers side by side, threads, machine) and the files the step left,
+    as {name: bytes}, for the driver to store."""
     with tempfile.TemporaryDirectory() as tmp:
         needs = []
         for i, files in enumerate(spec.get("inputs", [])):
@@ -156,14 +158,20 @@ def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=No
     again is how the learning rates chosen on stored grids add their runs, how layer removal adds its
     span scores and how a chain of steps grows. The plan's budget controls and span scores run too but
     are not among the records returned (the tables read them). `fresh` becomes one time for the whole
-    call, so each unit reruns once. glue_dir: the folder of GLUE's TSV files (None: the hub)."""
+    call, so each unit reruns once. glue_dir: the folder of GLUE's TSV files (None: the hub). The plan that
+    finds nothing left to run is the one the records are read from and the unneeded files dropped by:
+    nothing was stored after it was made."""
     p, family = profiles_module.resolve(profile), families.get(family)
-    store = store_of(p, fresh, root)
+    store = claimed_store(p, fresh, root)
     for change in studies.record_resolved(p, store.root):  # a changed study file: say what its new runs change
         tqdm.write(f"{p.name}: changed since the last run: {change}")
     done = set()
     bar = tqdm(desc=f"{p.name}/{family.name}", disable=not progress, unit="run", total=0)
-    while todo := [u for u in work.ready(planning.work(p, family, store), store) if u.id not in done]:
+    while True:
+        units = planning.work(p, family, store)
+        todo = [u for u in work.ready(units, store) if u.id not in done]
+        if not todo:
+            break
         bar.total += len(todo)
         for unit in todo:
             bar.set_postfix_str(unit.label, refresh=False)
@@ -171,8 +179,8 @@ def run_plan(profile, family, fresh=False, progress=True, root=None, glue_dir=No
             done.add(unit.id)
             bar.update()
     bar.close()
-    records = plan_records(p, family, store)  # before any file goes: a later step's key may hash an earlier's
-    drop_unneeded(store, planning.work(p, family, store))
+    records = unit_records(p, family, store, units)  # before any file goes: a later step's key may hash an earlier's
+    drop_unneeded(store, units)
     return records
 
 
@@ -180,8 +188,13 @@ def plan_records(profile, family, store):
     """The family's own records of its plan in `store`, in plan order, read without running anything
     (budget controls left out: tables.budget_control reads them; so are the records of any other family
     the plan makes). A ValueError names what the store lacks and the runners that make it."""
+    p = profiles_module.resolve(profile)
+    return unit_records(p, family, store, planning.work(p, family, store))
+
+
+def unit_records(profile, family, store, units):
+    """plan_records of the family's plan already made: its `units` (planning.work on `store`)."""
     p, family = profiles_module.resolve(profile), families.get(family)
-    units = planning.work(p, family, store)
     if lacking := [u for u in units if store.get(u.key, u.family) is None]:
         raise ValueError(f"{store.root} lacks {len(lacking)} planned unit(s) of {family.name} (e.g. {lacking[0]}); "
                          f"make them first: running.run_plan({p.name!r}, {family.name!r}) or "
@@ -198,8 +211,9 @@ def run_config(profile, family, config, fresh=False, progress=True, keep_adapter
     keep_adapter: save the adapter (None: when the family keeps it, planning.keeps_adapter); saved_files
     finds it. `fresh` (results.fresh_since; pass the same time to several calls so that each run
     retrains once)."""
-    store = store_of(profile, fresh, root)
-    unit = planning.training_unit(profile, family, config, keep_adapter=keep_adapter)
+    p = profiles_module.resolve(profile)
+    store = claimed_store(p, fresh, root)
+    unit = planning.training_unit(p, family, config, keep_adapter=keep_adapter)
     if not work.usable(store, unit):
         run_unit(store, unit, progress)
     return store.get(unit.key, unit.family)

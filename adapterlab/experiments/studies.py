@@ -24,11 +24,15 @@ load turns both back, because the planner compares entries such as ("houlsby", {
 with its runs. profiles.get reads a study through load() and hands it the Profile class: this module
 builds on profiles.py and so cannot import it.
 
-The data become a task under the [task] name (tasks.register_data), so run keys and figures carry that
-name, never the file's path on this machine. What the name stands for is kept beside the records: the
-first time a study opens data/results/<name>/ to write, claim() reads its data (refusing a missing column
-or a single class) and writes study.json (the task, its columns, each data file's sha256); a study with
-other data under that name is refused there, before anything trains, and the folder is left as it was.
+The data become a task under the [task] name, so run keys and figures carry that name, never the file's
+path on this machine; where the data and a local model lie here travels as values in the Profile
+(task_sources, model_folders) and from there in every run config it plans. What the name stands for is kept
+beside the records: a runner about to write into data/results/<name>/ claims it (claim: the data read and
+checked, refusing a missing column or a single class; study.json written the first time with the task, its
+columns and each data file's sha256); a study with other data under that name is refused there, before
+anything trains, and the folder is left as it was. The dry run checks the same (check) and writes nothing.
+Reading the records (tables, figures, findings) checks nothing and reads no data: the runs they read were
+checked when they were written.
 """
 import functools
 import hashlib
@@ -43,7 +47,6 @@ from . import families
 from ..methods.writing import atomic_write
 from ..training import files
 from ..training import tasks as task_registry
-from ..training.backbones import register_folder
 from ..training.serving import portable_backbone
 from ..training.train import TrainConfig
 
@@ -61,7 +64,7 @@ TYPE_NAMES = {str: "text", int: "an integer", float: "a number", bool: "true or 
 
 def load(path, profile_class, reserved=()):
     """The Profile (an instance of `profile_class`, profiles.Profile) a study file describes (see the module
-    docstring), its data registered as a task. `reserved`: names a study may not take (the built-in
+    docstring), its data a task of its own. `reserved`: names a study may not take (the built-in
     profiles', whose folders hold their records)."""
     path = Path(path)
     if not path.is_file():
@@ -86,7 +89,8 @@ def from_dict(study, folder, profile_class, reserved=(), where="study", source=N
     folder, settings_classes = Path(folder), families_of(profile_class)
     _check_keys(study, (*PROFILE_KEYS[:3], "task", *PROFILE_KEYS[3:], *settings_classes), where, ("name", "task"))
     _check_table(study["task"], f"{where} [task]")
-    task = _register_task(study["task"], folder, f"{where} [task]")
+    task, task_source = _task(study["task"], folder, f"{where} [task]")
+    model_folders = {}  # filled by _model: each local model's name -> its folder here
     given = {key: plain(value) for key, value in study.items() if key != "task"}
     types = typing.get_type_hints(profile_class)
     for key, value in given.items():
@@ -95,14 +99,16 @@ def from_dict(study, folder, profile_class, reserved=(), where="study", source=N
         else:
             _check_type(value, types[key], f"{where} {key}")
     name = check_name(given["name"], reserved, where)
-    settings = {family: _family_settings(cls, given[family], folder, f"{where} [{family}]")
-                for family, cls in settings_classes.items() if family in given}
+    settings = {family: _family_settings(families.get(family), given[family], folder, model_folders,
+                                         f"{where} [{family}]")
+                for family in settings_classes if family in given}
     _check_train(given.get("train", {}), f"{where} [train]")
     wide = {key: given[key] for key in PROFILE_KEYS[4:] if key in given}  # train_size, ..., method_lr
     profile = profile_class(
         name=name, description=given.get("description", f"a study of {task} ({Path(where).name})"),
-        backbone=_model(given.get("backbone", "default"), folder), tasks=(task,), train=given.get("train", {}),
-        source=source, **wide, **settings)
+        backbone=_model(given.get("backbone", "default"), folder, model_folders), tasks=(task,),
+        train=given.get("train", {}), source=source, task_sources={task: task_source}, model_folders=model_folders,
+        **wide, **settings)
     _check_grids(profile, where)
     return profile
 
@@ -167,9 +173,12 @@ def _check_train(train, where):
     _check_keys(train, valid, where)
 
 
-def _family_settings(cls, table, folder, where):
-    """A family's table as its typed settings: known keys only, each value of its field's type, its `train`
-    TrainConfig's fields, its backbone resolved like the study's."""
+def _family_settings(family, table, folder, model_folders, where):
+    """A family's table as its typed settings (family.settings): known keys only, each value of its field's
+    type, its `train` TrainConfig's fields, its backbone resolved like the study's (_model). A local model
+    folder is for a family of training runs, whose run configs carry it to the workers; a family of steps of
+    its own (the stream) loads its backbone by name."""
+    cls = family.settings
     types = typing.get_type_hints(cls)
     _check_keys(table, list(types), where)
     for key, value in table.items():
@@ -178,7 +187,10 @@ def _family_settings(cls, table, folder, where):
         _check_train(table["train"], f"{where} train")
     _check_method_entries(table.get("methods", ()), where)
     if table.get("backbone"):
-        table = {**table, "backbone": _model(table["backbone"], folder)}
+        if not family.trains_runs and _is_model_folder(table["backbone"], folder):
+            raise ValueError(f"{where} backbone {table['backbone']!r} is a local model folder, which only the "
+                             "families of training runs (04-07) take: give a built-in or hub name")
+        table = {**table, "backbone": _model(table["backbone"], folder, model_folders)}
     return cls(**table)
 
 
@@ -216,14 +228,20 @@ def check_name(name, reserved, where):
     return name
 
 
-def _model(backbone, folder):
-    """A backbone as the loader takes it: a built-in name or a hub name as written; a model folder by its
-    path from the study file ("./models/my-bert", serving.portable_backbone), registered for the folder it
-    is here (backbones.register_folder), so that run keys hold no machine's absolute path and a checkout
-    elsewhere finds its records."""
-    if backbone in BUILT_IN_BACKBONES or not (folder / backbone).is_dir():
+def _is_model_folder(backbone, folder):
+    return backbone not in BUILT_IN_BACKBONES and (folder / backbone).is_dir()
+
+
+def _model(backbone, folder, model_folders):
+    """A backbone as run keys name it: a built-in name or a hub name as written; a model folder by its path
+    from the study file ("./models/my-bert", serving.portable_backbone), so that run keys hold no machine's
+    absolute path and a checkout elsewhere finds its records. The folder it is here goes into
+    `model_folders` under that name (Profile.model_folders)."""
+    if not _is_model_folder(backbone, folder):
         return backbone
-    return register_folder(portable_backbone(str(folder / backbone), folder), folder / backbone)
+    name = portable_backbone(str(folder / backbone), folder)
+    model_folders[name] = str((folder / backbone).resolve())
+    return name
 
 
 def _local(value, folder):
@@ -231,9 +249,10 @@ def _local(value, folder):
     return value if value.startswith(files.HF_PREFIX) else str((folder / value).resolve())
 
 
-def _register_task(table, folder, where):
-    """Register the [task] data under its name (tasks.register_data), as train --task FILE names the data
-    (files.spec); a data file that is missing or of another format is refused here."""
+def _task(table, folder, where):
+    """(name, source) of the [task] table: the task's name (tasks.check_data_name) and the data it stands for
+    in files.spec's form, as train --task FILE names the data; a data file that is missing or of another
+    format is refused here (its rows are read by the runners: claim)."""
     _check_keys(table, TASK_KEYS, where, REQUIRED_TASK_KEYS)
     columns = table["text_columns"]
     columns = [columns] if isinstance(columns, str) else columns
@@ -251,7 +270,7 @@ def _register_task(table, folder, where):
                       validation=paths.get("validation"), test=paths.get("test"))
     files.stamp(spec)  # a missing file: FileNotFoundError naming it
     try:
-        return task_registry.register_data(table.get("name") or task_name_for(paths["data"]), spec)
+        return task_registry.check_data_name(table.get("name") or task_name_for(paths["data"]), spec), spec
     except ValueError as error:
         raise ValueError(f"{where}: {error} (name = \"...\" in [task] names it)") from None
 
@@ -259,8 +278,8 @@ def _register_task(table, folder, where):
 # ----------------------------------------------------------------------------- the study's folder
 
 def own_tasks(profile):
-    """The profile's tasks that are registered data (a study's own): none for the built-in profiles."""
-    return [task for task in profile.tasks if task in task_registry.DATA_TASKS]
+    """The profile's tasks that are data of its own (Profile.task_sources): none for the built-in profiles."""
+    return [task for task in profile.tasks if task in profile.task_sources]
 
 
 @functools.lru_cache(maxsize=16)
@@ -279,8 +298,8 @@ def identity(profile) -> dict:
     or a single class is refused here."""
     out = {"study": profile.name, "tasks": {}}
     for task in own_tasks(profile):
-        task_registry.load_task(task)
-        spec = task_registry.DATA_TASKS[task]
+        spec = profile.task_sources[task]
+        task_registry.load_task(task, source=spec)
         base, options = files.parse_spec(spec)
         data = {}
         for role, path in [("data", base), *((s, options[s][-1]) for s in ("validation", "test") if s in options)]:
@@ -311,12 +330,14 @@ def _describe(ident):
     return "; ".join(parts)
 
 
-def claim(profile, folder):
-    """Make sure `folder` (data/results/<name>/) holds this study's records only: write study.json there the
-    first time, refuse when it names other data, or when records lie there without one. A profile with no
-    data of its own (every built-in profile) claims nothing."""
+def check(profile, folder):
+    """Whether this study may write into `folder` (data/results/<name>/): its data read and checked (identity)
+    and compared with the study.json there. Refused, with one line naming both, when that names other data,
+    or when records lie there without one. Returns the identity to write when the folder has none yet (None:
+    nothing to write). A profile with no data of its own (every built-in profile) checks nothing. The dry run
+    calls this; the runners call claim, which is this and the write."""
     if not own_tasks(profile):
-        return
+        return None
     folder, mine = Path(folder), identity(profile)
     path = folder / IDENTITY
     if path.exists():
@@ -325,11 +346,19 @@ def claim(profile, folder):
             raise ValueError(f"{folder} holds the records of study {theirs.get('study')!r} on other data "
                              f"({_describe(theirs)}; this study: {_describe(mine)}): give this study another name, "
                              "or move that folder away (nothing in it was changed)")
-        return
+        return None
     if any(folder.glob("*.jsonl")):
         raise ValueError(f"{folder} holds records but no {IDENTITY}, so which data they come from is unknown: give "
                          "this study another name, or move that folder away (nothing in it was changed)")
-    atomic_write(path, json.dumps(mine, indent=1, sort_keys=True) + "\n")
+    return mine
+
+
+def claim(profile, folder):
+    """Make sure `folder` holds this study's records only (check), writing its study.json the first time:
+    what a runner does before it writes a record there."""
+    mine = check(profile, folder)
+    if mine is not None:
+        atomic_write(Path(folder) / IDENTITY, json.dumps(mine, indent=1, sort_keys=True) + "\n")
 
 
 # ----------------------------------------------------------------------------- the resolved study, beside its records

@@ -74,7 +74,19 @@ def missing(profile, only=None, skip=(), fresh=False, root=None):
     grids add their chosen runs, a stored step the next step of its chain."""
     p = profiles_module.resolve(profile)
     store = running.store_of(p, fresh, root)
-    units = [u for family in families(only) for u in work.ready(planning.work(p, family, store), store)]
+    return ready(planned(p, only, store), store, skip)
+
+
+def planned(profile, only, store):
+    """{family name: its units of work} (planning.work) of the families of `only`, as `store` lets them be
+    planned now: one plan per family per wave, from which the wave's ready units and, after the last wave,
+    the files no longer needed are both read."""
+    return {family: planning.work(profile, family, store) for family in families(only)}
+
+
+def ready(units_by_family, store, skip=()):
+    """missing's answer from the families' plans already made (planned)."""
+    units = [u for units in units_by_family.values() for u in work.ready(units, store)]
     return list({u.id: u for u in units if u.id not in skip}.values())  # a unit planned twice runs once
 
 
@@ -256,7 +268,7 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     file = file or sys.stdout
     p = profiles_module.resolve(profile)
     since = fresh_since(fresh)  # one time for the whole sweep: a run it retrained is not retrained again
-    store = running.store_of(p, since, root)
+    store = running.claimed_store(p, since, root)
     for change in studies.record_resolved(p, store.root):  # a changed study file: say what its new runs change
         print(f"sweep {p.name}: changed since the last run: {change}", file=file)
     failures = Failures(store.root)
@@ -264,7 +276,8 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     resume = "rerun the same command" if since is None else f"rerun with --since {since.isoformat()}"
     if since is not None:
         print(f"sweep {p.name}: retraining every run stored before {since.isoformat()}", file=file)
-    todo = missing(p, only, fresh=since, root=root)
+    plans = planned(p, only, store)
+    todo = ready(plans, store)
     if not todo:
         print(f"sweep {p.name}: every planned run is in {store.root}", file=file)
         return 0
@@ -296,7 +309,8 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
                 failures.set(run, error)
                 bar.update()
                 bar.set_postfix(running=len(pool.running), failed=len(failed), left=len(queue), refresh=False)
-            todo = missing(p, only, skip=attempted, fresh=since, root=root)  # the stored grids' choices add runs
+            plans = planned(p, only, store)  # the stored grids' choices add runs, a stored step the next one
+            todo = ready(plans, store, attempted)
             bar.total += len(todo)
             bar.refresh()
     except KeyboardInterrupt:
@@ -306,8 +320,8 @@ def sweep(profile, only=None, executor="local", address=None, max_parallel=None,
     finally:
         bar.close()
         pool.close()
-    for family in families(only):  # e.g. the stream's fine-tuned models once their next step is stored
-        running.drop_unneeded(store, planning.work(p, family, store))
+    for units in plans.values():  # the last plan, made after the last store: e.g. the stream's fine-tuned
+        running.drop_unneeded(store, units)  # models once their next step is stored
     ok = len(attempted) - len(failed)
     print(f"sweep {p.name}: {ok} trained, {len(failed)} failed in {time.time() - start:.0f} s "
           f"(results in {store.root})", file=file)

@@ -156,7 +156,7 @@ def span_unit(profile, config, split="validation"):
     gone). Held out, the spec names the seeds whose subsets the examples avoid."""
     p = resolve(profile)
     key = span_key(p, config, split)
-    spec = {"step": "spans", "config": config.to_dict(), "split": split, "eval_size": key["eval_size"]}
+    spec = {"step": "spans", "config": config.to_spec(), "split": split, "eval_size": key["eval_size"]}
     if split == removal.HELD_OUT:
         spec["seeds"] = list(held_out_seeds(p.settings(NAME)))
     return Work(SPANS, key, spec, needs=(training_unit(p, NAME, config),),

@@ -239,7 +239,7 @@ def timing_unit(p, config, repeat):
     the same batches; keyed by the run's key, the warm-up and TIMING_VERSION, and stored under TIMING."""
     config = replace(config, train=replace(config.train, seed=repeat))
     key = {"timing": run_key(config, p, NAME), "warmup": TIMING_WARMUP, "timing_version": TIMING_VERSION}
-    spec = {"step": TIMING_STEP, "config": config.to_dict(), "steps": config.train.max_steps, "warmup": TIMING_WARMUP}
+    spec = {"step": TIMING_STEP, "config": config.to_spec(), "steps": config.train.max_steps, "warmup": TIMING_WARMUP}
     return Work(TIMING, key, spec, label=f"timing run {repeat + 1} of {describe(config)}")
 
 

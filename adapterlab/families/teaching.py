@@ -54,16 +54,19 @@ PROFILES = {
 
 # ----------------------------------------------------------------------------- plan
 
-def train_split_size(task):
-    """Examples in a task's train split: GLUE's are known (no download); the local tasks load in a moment."""
-    return planning.GLUE_TRAIN_SIZES.get(task.partition(":")[0]) or len(task_registry.load_task(task).splits["train"])
+def train_split_size(task, source=None):
+    """Examples in a task's train split: GLUE's are known (no download); the local tasks load in a moment
+    (`source`: the data a study's task stands for)."""
+    return (planning.GLUE_TRAIN_SIZES.get(task.partition(":")[0])
+            or len(task_registry.load_task(task, source=source).splits["train"]))
 
 
 def lesson_config(profile, method, task, lr=None, method_args=None):
     """One run of notebook 03: the profile's training settings for `method` on `task`, on the profile's
     train size (all of a smaller train split); lr and method_args (the notebook's parameters) override."""
     p = profiles.resolve(profile)
-    size = p.train_size if p.train_size is not None and p.train_size < train_split_size(task) else None
+    size = p.train_size if p.train_size is not None and p.train_size < train_split_size(
+        task, p.task_sources.get(task)) else None
     return planning.config_for(p, task=task, method=method, method_args=method_args, train_size=size,
                                lr=planning.method_lr(p, method) if lr is None else lr)
 
@@ -73,7 +76,7 @@ def second_task(profile, requested=None):
     or has another number of classes; then the first of airline, synthetic, synthetic-pair that fits."""
     p = profiles.resolve(profile)
     first = p.tasks[0]
-    classes = task_registry.num_labels(first)
+    classes = task_registry.num_labels(first, p.task_sources.get(first))
     candidates = [requested or p.settings(NAME).second_task, "airline", "synthetic", "synthetic-pair"]
     second = next((t for t in candidates if t and t != first and task_registry.num_labels(t) == classes), None)
     if second is None:  # a study's own data may have a number of classes no packaged task has

@@ -22,7 +22,6 @@ from ..methods.config import method
 from . import claims
 from .labels import method_label
 from ..training import files
-from ..training import tasks as task_registry
 from . import power, provenance
 from .findings import budget_control, judged, load
 from .what_to_use import section as what_to_use
@@ -54,13 +53,12 @@ def given_name(profile):
     return Path(profile.source).name if profile.source else profile.name
 
 
-def task_text(task):
-    """A task as a page names it: a study's own data with its file (or hub dataset) and columns; any other task
-    by its name."""
-    spec = task_registry.DATA_TASKS.get(task)
-    if spec is None:
+def task_text(task, source=None):
+    """A task as a page names it: a study's own data (`source`, Profile.task_sources) with its file (or hub
+    dataset) and columns; any other task by its name."""
+    if source is None:
         return f"`{task}`"
-    base, options = files.parse_spec(spec)
+    base, options = files.parse_spec(source)
     data = base if base.startswith(files.HF_PREFIX) else Path(base).name
     text = " + ".join(options.get("text", files.DEFAULT_TEXT))
     return f"`{task}` ({data}: text {text}, label {options.get('label', [files.DEFAULT_LABEL])[-1]})"
@@ -74,7 +72,8 @@ def header(profile):
         return FINDINGS_HEADER
     title = f"the study `{p.name}` ({given_name(p)})" if p.source else f"the `{p.name}` profile"
     return PAGE_HEADER.format(title=title, description=p.description[:1].upper() + p.description[1:],
-                              tasks=("Task " if len(p.tasks) == 1 else "Tasks ") + ", ".join(map(task_text, p.tasks)),
+                              tasks=("Task " if len(p.tasks) == 1 else "Tasks ")
+                              + ", ".join(task_text(t, p.task_sources.get(t)) for t in p.tasks),
                               backbone=p.backbone, name=p.name,
                               given=given_name(p))
 
@@ -123,18 +122,29 @@ def checks_table(rows):
     return out
 
 
-def readings(profile="default", root=None):
+def planned(profile, root=None):
+    """{family name: provenance.FamilyPlan}: each registered family's plan under `root`, made once for the whole
+    page and handed to every part of it that asks what is stored (readings, declared_line, total_time, what to
+    use)."""
+    p = profiles.resolve(profile)
+    return {f.name: provenance.family_plan(p, f, root) for f in families.registered()}
+
+
+def readings(profile="default", root=None, plans=None):
     """(markdown lines of every training notebook's findings, [(notebook, claim, Verdict)]): each registered
-    family's reading (Family.read) of its table under `root` (profiles.project_root), in the notebooks' order."""
+    family's reading (Family.read) of its table under `root` (profiles.project_root), in the notebooks' order.
+    `plans`: planned's answer, when the caller has it."""
+    profile = profiles.resolve(profile)
+    plans = planned(profile, root) if plans is None else plans
     out, rows = [], []
     for family in families.registered():
-        df = None if family.read is None else table(profile, family, root)
+        df = None if family.read is None else table(profile, family, plans[family.name], root)
         if df is None or df.empty:
             continue
         budget = load(profile, f"{family.name}_budget_control", root)
         lines, found = family.read(df, budget)
         lines += budget_control(budget)
-        seconds, runs, what = provenance.from_scratch(profile, family, root)
+        seconds, runs, what = plans[family.name].from_scratch()
         cost = f"{runs} run(s), {seconds / 60:.0f} min, {what}" if runs else "the store lacks the current plan's runs"
         out += lines + [f"  *(from scratch: {cost})*", ""]
         rows += [(family.number, title, v) for title, v in found + not_run(profile, family)]
@@ -175,23 +185,25 @@ def arm_text(arm):
     return arm if isinstance(arm, str) else method_label(method(arm[0], **arm[1]))
 
 
-def table(profile, family, root=None):
+def table(profile, family, plan, root=None):
     """The table a family's reading reads: the CSV its claims read, else its own CSV (findings.judged), else,
-    for a family that writes none (the lesson's), its table built from the records of its plan the store holds
-    (None when it holds none)."""
+    for a family that writes none (the lesson's), its table built from the records of its plan (`plan`, its
+    provenance.FamilyPlan) the store holds (None when it holds none)."""
     found = judged(profile, family, root)
     if found is not None:
         return found
-    stored = provenance.stored_runs(profile, family, root)
+    stored = plan.stored_work()[0]
     return families.get(family).build(profiles.resolve(profile), stored, root).table if stored else None
 
 
-def declared_line(profile, root=None):
+def declared_line(profile, root=None, plans=None):
     """One sentence: when the hypotheses were fixed (claims.DECLARED_AT) against the records their claims read,
-    notebook by notebook: how many of each one's stored records (its runs and scoring passes) predate them."""
+    notebook by notebook: how many of each one's stored records (its runs and scoring passes) predate them.
+    `plans`: planned's answer, when the caller has it."""
+    plans = planned(profile, root) if plans is None else plans
     before, total = {}, {}
     for family in families.registered():
-        times = provenance.created(profile, family, root) if family.claims else []
+        times = plans[family.name].created() if family.claims else []
         if times:
             before[family.number] = sum(when < claims.DECLARED_AT for when in times)
             total[family.number] = len(times)
@@ -224,20 +236,22 @@ def tally(rows):
                if done else ""))
 
 
-def report(profile="default", root=None):
+def report(profile="default", root=None, plans=None):
     """A page's body (FINDINGS.md's for the default profile): every reading from the tables under `root`, closed
     by the list of every paper claim with its verdict and the numbers behind it, what would decide the claims
     still inconclusive (power.section, from these records), the cost of making it all from scratch, and the
-    edit that decides the most claims per hour."""
+    edit that decides the most claims per hour; each family planned once for all of it (planned, or `plans`
+    when the caller has them)."""
     profile = profiles.resolve(profile)
-    out, rows = readings(profile, root)
-    out = what_to_use(profile, root, page_path(profile, root).parent) + out  # the page opens with the answer
+    plans = planned(profile, root) if plans is None else plans
+    out, rows = readings(profile, root, plans)
+    out = what_to_use(profile, root, page_path(profile, root).parent, plans) + out  # the page opens with the answer
     last = ""
     if rows:
         out += [f"**Every paper claim, its verdict and the numbers behind it** ({tally(rows)}; each hypothesis, "
                 f"its split and its members declared in its family's module, adapterlab/families/; margin "
                 f"±{stats.MARGIN * 100:g} points, fixed in advance: adapterlab.experiments.stats). "
-                f"{declared_line(profile, root)} Holm's correction runs over every conclusion a claim can draw: its "
+                f"{declared_line(profile, root, plans)} Holm's correction runs over every conclusion a claim can draw: its "
                 f"own declared test (the paper's conclusion) and the tests of the opposite ones, \"not reproduced\" "
                 f"and, tested only once that one is shown, \"reversed\" (both read from the two-sided interval); so "
                 f"the chance of any false conclusion, the paper's or the opposite, is at most 5%. With several "
@@ -252,17 +266,19 @@ def report(profile="default", root=None):
                     "", *checks_table(rows), ""]
         decides, last = power.section(profile, rows, root)
         out += decides
-    out.append(total_time(profile, root))
+    out.append(total_time(profile, root, plans))
     if last:
         out += ["", last]  # the page's last line: the edit that decides the most claims per hour
     return "\n".join(out).strip() + "\n"
 
 
-def stored_work(profile, root=None):
+def stored_work(profile, root=None, plans=None):
     """{notebook stem: (runs, scoring, planned)}: the stored records of each training notebook's plan under
     `root`, its training runs and the scoring passes its plan adds (04's spans), and how many units its plan
-    makes (provenance.stored_work), each family planned once for notebook_seconds and total_time both."""
-    return {f.notebook: provenance.stored_work(profile, f, root) for f in families.registered()}
+    makes (provenance.FamilyPlan.stored_work), each family planned once for notebook_seconds and total_time
+    both (planned, or `plans` when the caller has them)."""
+    plans = planned(profile, root) if plans is None else plans
+    return {f.notebook: plans[f.name].stored_work() for f in families.registered()}
 
 
 def notebook_seconds(profile, root=None, work=None):
@@ -284,11 +300,12 @@ def fresh_command(profile):
     return f"python -m adapterlab regenerate --profile {given_name(p)} --fresh"
 
 
-def total_time(profile, root=None):
+def total_time(profile, root=None, plans=None):
     """One line: what making the profile's records from scratch costs (fresh_command), summed from the runs
     stored under `root` of every notebook that stores any, and the scoring their plans add; and how many of the
-    units their plans make (estimate.units, as study init and the dry run count them) are stored."""
-    work = stored_work(profile, root)
+    units their plans make (estimate.units, as study init and the dry run count them) are stored. `plans`:
+    planned's answer, when the caller has it."""
+    work = stored_work(profile, root, plans)
     seconds = notebook_seconds(profile, root, work)
     missing = [f.name for f in families.registered() if f.study and not seconds[f.notebook][0]]
     listed = ", ".join(f"{stem[:2]} {s / 60:.0f}" for stem, (s, _) in seconds.items() if s) or "none stored"
@@ -309,9 +326,10 @@ def total_time(profile, root=None):
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
 
 
-def claims_summary(profile="default", root=None):
-    """The README's short table: each paper claim and its verdict, the full numbers being in FINDINGS.md."""
-    rows = readings(profile, root)[1]
+def claims_summary(profile="default", root=None, plans=None):
+    """The README's short table: each paper claim and its verdict, the full numbers being in FINDINGS.md
+    (`plans`: planned's answer, when the caller has it)."""
+    rows = readings(profile, root, plans)[1]
     out = [f"{tally(rows)} (margin ±{stats.MARGIN * 100:g} points, fixed in advance).", "",
            "| notebook | claim | declared hypothesis | split | verdict | after Holm | paper |",
            "|---|---|---|---|---|---|---|"]
@@ -322,9 +340,11 @@ def claims_summary(profile="default", root=None):
     return "\n".join(out) + "\n"
 
 
-def findings_document(profile="default", root=None):
-    """A profile's page (FINDINGS.md for the default profile) as the records under `root` give it."""
-    return header(profile) + report(profile, root)
+def findings_document(profile="default", root=None, plans=None):
+    """A profile's page (FINDINGS.md for the default profile) as the records under `root` give it, each family
+    planned once for all of it (planned, or `plans` when the caller has them)."""
+    profile = profiles.resolve(profile)
+    return header(profile) + report(profile, root, plans)
 
 
 def page_path(profile, root=None):
@@ -339,18 +359,18 @@ def write(profile="default", root=None):
     README's claims table too (between BEGIN and END); return the page's path."""
     from ..methods.writing import atomic_write
     p, root = profiles.resolve(profile), profiles.project_root(root)
-    path = page_path(p, root)
+    path, plans = page_path(p, root), planned(p, root)  # one plan per family for the page and the README both
     if p.name != COMMITTED:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, findings_document(p, root))
+        atomic_write(path, findings_document(p, root, plans))
         return path
     readme = root / "README.md"
     text = readme.read_text()
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
     if not pattern.search(text):
         raise ValueError(f"{readme} has no claims markers; put {BEGIN} and {END} where the table goes")
-    atomic_write(path, findings_document(p, root))
-    atomic_write(readme, pattern.sub(lambda _: f"{BEGIN}\n{claims_summary(p, root)}{END}", text))
+    atomic_write(path, findings_document(p, root, plans))
+    atomic_write(readme, pattern.sub(lambda _: f"{BEGIN}\n{claims_summary(p, root, plans)}{END}", text))
     return path
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..experiments import families, running
+from ..experiments import families, profiles, running
 from . import figures, findings, tables
 
 
@@ -31,10 +31,11 @@ class Page:
 
 def prepare(family, profile, root=None, fresh=False, progress=True):
     """Train (and score) what the store under `root` lacks for the family's plan (running.run_plan), build its
-    tables and write them (tables.get, tables.write), and save its figures (figures.save); the Page."""
-    family = families.get(family)
-    running.run_plan(profile, family, fresh=fresh, root=root, progress=progress)
-    result = tables.get(family, profile, root=root)
+    tables from the records that returns (tables.from_records: the plan is made once) and write them
+    (tables.write), and save its figures (figures.save); the Page."""
+    family, profile = families.get(family), profiles.resolve(profile)  # a notebook's name: resolved once, here
+    records = running.run_plan(profile, family, fresh=fresh, root=root, progress=progress)
+    result = tables.from_records(family, profile, records, root)
     tables.write(result, profile, root)
     paths = [p for name in family.figures for p in figures.save(name, result.table, profile, root)]
     judged = result.extra.get(family.judged_table, result.table)

@@ -427,18 +427,19 @@ def evaluation_size(units, seeds):
     examples as the plan's largest subset; None when its runs train on several tasks or on a whole train
     split."""
     configs = [u.spec["config"] for u in units if "config" in u.spec and _seed(u) < seeds]
-    tasks = {c["task"] for c in configs}
+    tasks = {(c["task"], c.get("task_source")) for c in configs}  # a study's task with the data it stands for
     if len(tasks) != 1 or any(c.get("train_size") is None for c in configs):
         return None
     largest = max(c["train_size"] for c in configs)
-    return unseen(tasks.pop(), tuple((seed, largest) for seed in range(seeds)))
+    task, source = tasks.pop()
+    return unseen(task, tuple((seed, largest) for seed in range(seeds)), source)
 
 
-def unseen(task, train_sizes):
+def unseen(task, train_sizes, source=None):
     """How many examples of `task` no run trains on, train_sizes = ((seed, examples its subset holds), ...): the
     test split, and the train examples outside every seed's subset (the first n of the seed's permutation,
     tasks.subsample) whose text none of those subsets holds (tasks.unused's rule)."""
-    texts, tested = _texts(task)
+    texts, tested = _texts(task, source)
     used = np.zeros(len(texts), dtype=bool)
     for seed, n in train_sizes:
         used[np.random.default_rng(seed).permutation(len(texts))[:n]] = True
@@ -447,10 +448,11 @@ def unseen(task, train_sizes):
 
 
 @functools.lru_cache(maxsize=8)
-def _texts(task):
-    """(the texts of `task`'s train split, in its order, as tuples of its text fields; its test split's size)."""
+def _texts(task, source=None):
+    """(the texts of `task`'s train split, in its order, as tuples of its text fields; its test split's size);
+    `source`: the data a study's task stands for."""
     from ..training import tasks as task_registry
 
-    whole = task_registry.load_task(task)
+    whole = task_registry.load_task(task, source=source)
     columns = whole.splits["train"].select_columns(list(whole.text_fields)).to_dict()
     return list(zip(*(columns[f] for f in whole.text_fields))), len(whole.splits["test"])

@@ -9,47 +9,73 @@ Machines differ from session to session (AVX2-only and AVX-512 CPUs), and a swee
 side, so every sum says both: the machines that made the records, and how many runs shared them.
 """
 from collections import Counter
+from dataclasses import dataclass
 
 from ..experiments import families, profiles
 
 
-def stored_work(profile, family, root=None):
-    """(runs, added, planned): the stored records of a family's units of work under `root`, its own
-    (stored_runs) and those of the units its plan adds in store files of their own (04's span scores, 06's
-    timing runs), and how many units its plan makes in all (estimate.units: the count study init and the dry
-    run make), from one plan. ([], [], 0), and no plan made, without the family's store file."""
+@dataclass(frozen=True)
+class FamilyPlan:
+    """A family's plan under a root (estimate.units: every unit it makes, each stored or not) and the store it was
+    made from: made once (family_plan) and asked every question of it, which records are stored (stored_work),
+    when each was made (created), what they cost (from_scratch). A page plans each family once and hands this on."""
+    family: str
+    store: object = None  # its results.ResultStore; None: the family has no store file there, and no plan was made
+    planned: tuple = ()  # estimate.Planned, in plan order
+
+    def found(self):
+        """[(unit, its record)] of the stored units, in plan order."""
+        return [(p.unit, self.store.get(p.unit.key, p.unit.family)) for p in self.planned if p.stored]
+
+    def stored_work(self):
+        """(runs, added, planned): the stored records of the family's own units and of the units its plan adds
+        in store files of their own (04's span scores, 06's timing runs), and how many units it makes in all."""
+        found = self.found()
+        return ([r for unit, r in found if unit.family == self.family],
+                [r for unit, r in found if unit.family != self.family], len(self.planned))
+
+    def created(self):
+        """When each stored record of the plan was made (its store entry's `created`), the units it adds included
+        (04's span scores, which its claims read): datetimes, in plan order."""
+        from ..experiments.results import config_key, parse_time
+        units = [p.unit for p in self.planned if p.stored]
+        made = {(e["family"], e["key"]): e.get("created") for name in {u.family for u in units}
+                for e in self.store.records(name)}  # an entry's key is the hash of the unit's key (config_key)
+        return [parse_time(when, "created") for u in units
+                if (when := made.get((u.family, config_key(u.key)))) is not None]
+
+    def from_scratch(self):
+        """What the family's stored runs cost to make: (seconds, runs, what)."""
+        records = self.stored_work()[0]
+        seconds, what = cost(records)
+        return seconds, len(records), what
+
+
+def family_plan(profile, family, root=None):
+    """The family's FamilyPlan under `root`: every unit its plan makes, as study init and the dry run count them
+    (estimate.units); none, and no plan made, without the family's store file there (a study's 03 and 08, whose
+    plans need packaged tasks of the study's number of classes)."""
     from ..experiments import estimate, running  # torch and the models: only when asked
-    from ..experiments.results import ResultStore
     name = families.get(family).name
-    if not ResultStore(profiles.results_dir(profile, root)).path(name).is_file():
-        return [], [], 0
     store = running.store_of(profile, root=root)
-    planned = estimate.units(profile, family, store)
-    found = [(p.unit, store.get(p.unit.key, p.unit.family)) for p in planned if p.stored]
-    return ([r for unit, r in found if unit.family == name], [r for unit, r in found if unit.family != name],
-            len(planned))
+    if not store.path(name).is_file():
+        return FamilyPlan(name)
+    return FamilyPlan(name, store, tuple(estimate.units(profile, family, store)))
+
+
+def stored_work(profile, family, root=None):
+    """(runs, added, planned) of a family's plan under `root` (FamilyPlan.stored_work), from one plan."""
+    return family_plan(profile, family, root).stored_work()
 
 
 def created(profile, family, root=None):
-    """When each stored record of a family's current plan was made (its store entry's `created`), the scoring
-    its plan adds included (04's span scores, which its claims read): datetimes, in plan order."""
-    from ..experiments import planning, running  # torch and the models: only when asked
-    from ..experiments.results import ResultStore, config_key, parse_time
-    name = families.get(family).name
-    if not ResultStore(profiles.results_dir(profile, root)).path(name).is_file():
-        return []
-    store = running.store_of(profile, root=root)
-    units = planning.work(profile, family, store)
-    made = {(e["family"], e["key"]): e.get("created") for name in {u.family for u in units}
-            for e in store.records(name)}  # an entry's key is the hash of the unit's key (config_key)
-    return [parse_time(when, "created") for u in units
-            if (when := made.get((u.family, config_key(u.key)))) is not None]
+    """When each stored record of a family's plan was made (FamilyPlan.created), in plan order."""
+    return family_plan(profile, family, root).created()
 
 
 def stored_runs(profile, family, root=None):
     """The stored records of the family's current plan (the lesson's: its notebook's default runs) in
-    the store under `root`; none, and no plan made, when the family has no store file there (a study's 03
-    and 08, whose plans need packaged tasks of the study's number of classes)."""
+    the store under `root`; none, and no plan made, when the family has no store file there (family_plan)."""
     return stored_work(profile, family, root)[0]
 
 
@@ -88,9 +114,7 @@ def machines(records):
 
 def from_scratch(profile, family, root=None):
     """What the family's planned runs cost to make, from their stored records: (seconds, runs, what)."""
-    records = stored_runs(profile, family, root)
-    seconds, what = cost(records)
-    return seconds, len(records), what
+    return family_plan(profile, family, root).from_scratch()
 
 
 def timing(profile, family, root=None):

@@ -165,11 +165,17 @@ def budget_control(profile, family, root=None):
 
 def get(family, profile, root=None):
     """One family's FamilyResult (a families.Family or its name), from the store under `root`: the records of
-    its plan (running.plan_records: a ValueError names what the store lacks and how to make it), its table
-    built from them (Family.build, which reads what it needs beside them) and its budget controls added
-    (budget_control). Nothing trains here: running.run_plan (or the sweep) makes the records first."""
+    its plan (running.plan_records: a ValueError names what the store lacks and how to make it) made into its
+    tables (from_records). Nothing trains here: running.run_plan (or the sweep) makes the records first."""
+    p = profiles_module.resolve(profile)
+    return from_records(family, p, running.plan_records(p, family, running.store_of(p, root=root)), root)
+
+
+def from_records(family, profile, records, root=None):
+    """get's FamilyResult from the records of the family's plan already read (what running.run_plan returns):
+    its table built from them (Family.build, which reads what it needs beside them) and its budget controls
+    added (budget_control)."""
     p, family = profiles_module.resolve(profile), families.get(family)
-    records = running.plan_records(p, family, running.store_of(p, root=root))
     return replace(family.build(p, records, root), budget=budget_control(p, family, root))
 
 

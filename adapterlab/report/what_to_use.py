@@ -513,10 +513,11 @@ def figure_files(profile, family, tasks):
                          + ".png") for t in tasks]
 
 
-def section(profile, root=None, page=None):
+def section(profile, root=None, page=None, plans=None):
     """The section from the tables stored under `root`: the methods family's table (families.WHICH_METHOD) and
     the subsampling family's (families.HOW_MUCH_DATA), each task's advice, figure links relative to the folder
-    `page` (the page's own; None: no figure). Without a methods table, a line saying what is missing."""
+    `page` (the page's own; None: no figure). Without a methods table, a line saying what is missing. `plans`:
+    {family name: provenance.FamilyPlan}, the page's, when the caller has them."""
     p = profiles.resolve(profile)
     methods, sizes = _answering(families.WHICH_METHOD), _answering(families.HOW_MUCH_DATA)
     if methods is None:
@@ -531,6 +532,7 @@ def section(profile, root=None, page=None):
                for t in tasks]
     links = [] if page is None else [
         os.path.relpath(profiles.project_root(root) / f, page) for f in figure_files(p, methods, tasks)]
-    cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in provenance.stored_runs(p, methods, root))
+    plan = plans[methods.name] if plans is not None else provenance.family_plan(p, methods, root)
+    cuda = any(str(r.get("device", "cpu")).startswith("cuda") for r in plan.stored_work()[0])
     return render(advices, links, "gpu" if cuda else "cpu")
 

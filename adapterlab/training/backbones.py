@@ -10,9 +10,11 @@ Names:
     tiny-t5    a small random T5 (2+2 layers, d_model 64) for checking the T5
                code paths (Compacter's setting) without a download.
     otherwise  a Hugging Face hub id (`bert-base-uncased`, `t5-base`) or the
-               path of a downloaded model folder, or a name registered for
-               one (register_folder: a study's model, named by its path from
-               the study file, so that run keys are the same on every machine).
+               path of a downloaded model folder, or any name given with the
+               folder it stands for (`folder=`: a study's model, named by its
+               path from the study file, so that run keys are the same on every
+               machine, while the folder travels beside the name:
+               RunConfig.backbone_folder).
 
 T5 models are always loaded as `T5ForConditionalGeneration` (text-to-text);
 callers can tell them apart with `model.config.is_encoder_decoder`.
@@ -209,28 +211,20 @@ def _identity_pooler(model):
     return model
 
 
-FOLDERS = {}  # a registered name -> the model folder it stands for here (register_folder)
-
-
-def register_folder(name: str, path) -> str:
-    """Let `name` stand for the model folder `path` in this process: a study names its local model by the
-    path from the study file ("./models/my-bert"), which run keys keep, while the folder may lie anywhere
-    the study is checked out. A worker process registers what its unit carries (running.pack)."""
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"the model folder {path} (for backbone {name!r}) does not exist")
-    FOLDERS[name] = str(path.resolve())
-    return name
-
-
-def load_backbone(name: str = "default", num_labels: int = 2, task_kind: str = "classification"):
+def load_backbone(name: str = "default", num_labels: int = 2, task_kind: str = "classification",
+                  folder: str | None = None):
     """Return (model, tokenizer) for a backbone name (see the module docstring).
 
     task_kind: "classification" (a fresh head with num_labels outputs),
     "regression" (one output, MSE loss) or "text-to-text" (needs a T5).
+    folder: the model folder `name` stands for on this machine (a study's model).
     """
     if task_kind not in TASK_KINDS:
         raise ValueError(f"unknown task_kind {task_kind!r}: use one of {TASK_KINDS}")
+    if folder is not None:
+        if not Path(folder).is_dir():
+            raise FileNotFoundError(f"the model folder {folder} (for backbone {name!r}) does not exist")
+        return _pretrained(str(folder), num_labels, task_kind)
     if task_kind == "text-to-text" and name in ("default", "tiny"):
         raise ValueError(
             f"backbone {name!r} is an encoder (BERT) and cannot generate text: "
@@ -243,4 +237,4 @@ def load_backbone(name: str = "default", num_labels: int = 2, task_kind: str = "
         return _tiny_bert(num_labels, task_kind)
     if name == "tiny-t5":
         return _tiny_t5()
-    return _pretrained(FOLDERS.get(name, name), num_labels, task_kind)
+    return _pretrained(name, num_labels, task_kind)

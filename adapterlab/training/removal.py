@@ -207,7 +207,7 @@ def scored_split(config, task, split, size, seeds=None):
     if config.train.seed not in seeds:
         raise ValueError(f"held-out examples must avoid the run's own subset: add its seed {config.train.seed} to "
                          f"the seeds {list(seeds)} whose subsets they leave out")
-    whole = task_registry.load_task(config.task, seed=config.train.seed).splits["train"]
+    whole = task_registry.load_task(config.task, seed=config.train.seed, source=config.task_source).splits["train"]
     rest = task_registry.unused(whole, config.train_size, seeds, task.text_fields, size)
     return replace(task, splits={"train": task.splits["train"], split: rest})
 

@@ -143,10 +143,11 @@ def train_to_dir(config, output_dir, device="auto", progress=True, glue_dir=None
     check_output_dir(output_dir)  # before the training, not after it
     if config.backbone == "tiny-t5":
         raise ValueError("--output-dir serves classifiers: tiny-t5 is text-to-text; use --backbone tiny")
-    task = load_task(config.task, glue_dir=glue_dir)  # cached: run() reads it again for free
+    task = load_task(config.task, glue_dir=glue_dir, source=config.task_source)  # cached: run() reads it again
     with staged(output_dir) as tmp:
         record = run(config, device=device, progress=progress, glue_dir=glue_dir, save_to=tmp)
-        model, _ = load_backbone(config.backbone, num_labels=task.num_labels, task_kind=task.kind)
+        model, _ = load_backbone(config.backbone, num_labels=task.num_labels, task_kind=task.kind,
+                                 folder=config.backbone_folder)
         _check_servable(model)
         load_adapter(model, tmp)
         _write(tmp, model, describe(task, portable_backbone(config.backbone, output_dir), config.max_length), record)

@@ -27,7 +27,6 @@ from multiprocessing import get_context
 
 import torch
 
-from . import backbones
 from . import tasks as task_registry
 from ..methods.params import count_parameters
 from .train import PeakMemory, RunConfig, build, optimizer_for, pick_device, train_step
@@ -73,21 +72,17 @@ def time_steps(config: RunConfig, steps, warmup, device="auto", glue_dir=None):
             "memory": memory_kind(device), "device": str(device), "config": config.to_dict()}
 
 
-def _in_child(config, steps, warmup, threads, data_tasks, model_folders, device, glue_dir):
-    """The fresh process's work: the caller's threads, tasks and model folders, then time_steps."""
+def _in_child(config, steps, warmup, threads, device, glue_dir):
+    """The fresh process's work: the caller's threads, then time_steps of the config (RunConfig.to_spec's
+    form: a study's task and model with where they lie)."""
     torch.set_num_threads(threads)
-    for name, data in data_tasks.items():
-        task_registry.register_data(name, data)
-    for name, path in model_folders.items():
-        backbones.register_folder(name, path)
     return {**time_steps(RunConfig.from_dict(config), steps, warmup, device, glue_dir), "pid": os.getpid()}
 
 
 def in_fresh_process(config: RunConfig, steps, warmup, threads=None, device="auto", glue_dir=None):
     """time_steps in a process started for this one run (spawned, so it inherits no memory of its caller's),
-    with the caller's CPU threads (`threads`, None: torch's count here) and the data tasks and model folders
-    registered here (a study's). Its record adds the process's id (pid)."""
+    with the caller's CPU threads (`threads`, None: torch's count here). The config goes with where a study's
+    task and model lie (RunConfig.to_spec), all the process needs. Its record adds the process's id (pid)."""
     threads = threads or torch.get_num_threads()
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(_in_child, config.to_dict(), steps, warmup, threads, dict(task_registry.DATA_TASKS),
-                           dict(backbones.FOLDERS), device, glue_dir).result()
+        return pool.submit(_in_child, config.to_spec(), steps, warmup, threads, device, glue_dir).result()

@@ -28,7 +28,7 @@ Tasks (see TASKS):
                 by class; at most 2,000 examples), train = the rest.
     your data   a .csv, .tsv, .jsonl or .parquet file, or hf:NAME[:CONFIG]: files.py
                 reads, checks and splits it; load_task makes it a Task like the others.
-                register_data gives it a name of its own (a study's task).
+                load_task(name, source=...) gives it a name of its own (a study's task).
 
 Each split is a `datasets.Dataset` with the text fields and a "label" column
 (class id, or a float score for regression). Splits are fixed by seeds in this
@@ -347,25 +347,23 @@ TASKS = {  # name -> one-line description
 }
 
 
-# Data under a name of their own: a study's data file (experiments/studies.py) registered as a task, so
-# that run keys and figures carry that name rather than the file's path on this machine. A later
-# registration of a name replaces the earlier one: a study edited and loaded again names its new data.
-DATA_TASKS = {}  # task name -> the data's one-string form (files.spec)
+# Data under a name of their own: a study's data file (experiments/studies.py) is a task named in run keys and
+# figures by that name, never by the file's path on this machine. The name and the data it stands for travel
+# together as values (the study's Profile, each run's RunConfig.task_source): load_task(name, source=...).
 DATA_TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
-def register_data(name: str, spec: str) -> str:
-    """Make load_task(name) load the data `spec` names (a data file or hf:NAME, in files.spec's form).
-    A name must be a plain word (letters, digits, - and _) that no built-in task has."""
+def check_data_name(name: str, source: str) -> str:
+    """`name` as the name of the data `source` (a data file or hf:NAME, in files.spec's form): a plain word
+    (letters, digits, - and _) that no built-in task has."""
     if not DATA_TASK_NAME.fullmatch(name):
         raise ValueError(f"task name {name!r} must be letters, digits, '-' and '_' (e.g. 'reviews'): "
                          "it names the data in run keys and figures")
     if name in TASKS or name.startswith((TWEET_TASK_PREFIX, "glue/")):
         raise ValueError(f"task name {name!r} is a built-in task's: give your data another name")
-    if not files.is_source(spec):
+    if not files.is_source(source):
         raise ValueError(f"task {name!r} must name a data file ({', '.join(files.FORMATS)}) or hf:NAME, "
-                         f"not {spec!r}")
-    DATA_TASKS[name] = spec
+                         f"not {source!r}")
     return name
 
 
@@ -395,10 +393,11 @@ def _load_full(name: str, glue_dir: str | None) -> Task:
     return _load_synthetic(name)
 
 
-def num_labels(name: str) -> int:
-    """A task's number of classes (1: regression), without reading GLUE's files: their specs know."""
-    if files.is_source(name):  # a data file or hf: name: its colons and options are not a metric
-        return load_task(name).num_labels
+def num_labels(name: str, source: str | None = None) -> int:
+    """A task's number of classes (1: regression), without reading GLUE's files: their specs know. `source`:
+    the data a study's task name stands for (load_task)."""
+    if source is not None or files.is_source(name):  # your data: its colons and options are not a metric
+        return load_task(name, source=source).num_labels
     name = name.partition(":")[0]
     if name.startswith("glue/") and name.removeprefix("glue/") in glue.GLUE:
         label_names = glue.GLUE[name.removeprefix("glue/")].label_names
@@ -436,7 +435,7 @@ def unused(dataset: datasets.Dataset, n_used: int, seeds, text_fields, n: int | 
 
 
 def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir: str | None = None,
-              **data_options) -> Task:
+              source: str | None = None, **data_options) -> Task:
     """Load a task by name (see TASKS). `train_size` keeps a seeded subset of
     train; `glue_dir` points at local GLUE TSV files (None: the hub).
 
@@ -445,10 +444,12 @@ def load_task(name: str, train_size: int | None = None, seed: int = 0, glue_dir:
     GLUE itself scores CoLA by MCC (still reported as an extra metric).
 
     Your own data: a .csv, .tsv, .jsonl or .parquet file, or hf:NAME[:CONFIG], with the
-    data_options text_columns, label_column, validation and test (files.py; scored by accuracy),
-    or the name it was registered under (register_data)."""
-    if name in DATA_TASKS and not data_options:
-        task, metric = replace(_load_data(DATA_TASKS[name]), name=name), ""
+    data_options text_columns, label_column, validation and test (files.py; scored by accuracy);
+    or a name of your own with `source`, the data it stands for in files.spec's form (a study's task:
+    check_data_name)."""
+    if source is not None:
+        check_data_name(name, source)
+        task, metric = replace(_load_data(source), name=name), ""
     elif files.is_source(name) or data_options:
         task, metric = _load_data(files.spec(name, **data_options)), ""
     else:

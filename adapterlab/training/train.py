@@ -287,9 +287,14 @@ def train(model, tokenizer, task, cfg: TrainConfig, device="auto", max_length=12
     }
 
 
+# Where a study's own task and model lie on this machine (RunConfig's last two fields): not what a run is.
+WHERE = ("task_source", "backbone_folder")
+
+
 @dataclass
 class RunConfig:
-    """Everything that determines one run's numbers (its hash is the result-store key)."""
+    """Everything that determines one run's numbers (to_dict, whose hash is the result-store key), and where
+    a study's task and model named in it lie here (WHERE), so that whoever runs it needs nothing else."""
 
     backbone: str = "default"
     task: str = "airline"
@@ -298,12 +303,24 @@ class RunConfig:
     train_size: int | None = None
     max_length: int = 128
     train: TrainConfig = field(default_factory=TrainConfig)
+    # The data the task's name stands for (files.spec's form) and the model folder the backbone's name stands
+    # for, when they are a study's own. Left out of to_dict and of equality: the key holds the names, which
+    # are the same wherever the study is checked out, and the study's identity beside its records
+    # (studies.claim) ties the task's name to its data.
+    task_source: str | None = field(default=None, compare=False)
+    backbone_folder: str | None = field(default=None, compare=False)
 
     def to_dict(self):
+        """What the run is: its fields but WHERE (the store key's and every record's config)."""
+        return {k: v for k, v in asdict(self).items() if k not in WHERE}
+
+    def to_spec(self):
+        """What a worker runs it from (a unit's spec): to_dict and WHERE, as plain data."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d):
+        """A RunConfig from to_dict's or to_spec's answer."""
         d = dict(d)
         d["train"] = TrainConfig(**d.get("train", {}))
         return cls(**d)
@@ -331,9 +348,10 @@ def build(config: RunConfig, glue_dir=None):
     """Seeded setup of one run: (adapted model, tokenizer, task). Also used to validate configs."""
     cfg = method(config.method, **config.method_args)  # bad method settings fail before any loading
     task = task_registry.load_task(config.task, train_size=config.train_size, seed=config.train.seed,
-                                   glue_dir=glue_dir)
+                                   glue_dir=glue_dir, source=config.task_source)
     torch.manual_seed(config.train.seed)  # the head and the adapters start from this seed
-    model, tokenizer = load_backbone(config.backbone, num_labels=task.num_labels, task_kind=task.kind)
+    model, tokenizer = load_backbone(config.backbone, num_labels=task.num_labels, task_kind=task.kind,
+                                     folder=config.backbone_folder)
     adapt(model, cfg)
     check_room(model, config.max_length)  # prompt tuning: prompt + inputs must fit the positions
     return model, tokenizer, task

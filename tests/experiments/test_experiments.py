@@ -719,3 +719,25 @@ def test_a_plan_without_a_claims_arm_knows_it_before_anything_trains():
     assert (param_performance.CLAIMS[1], [("top-k", {"k": 1})]) in missing  # top-k k=1 below full
     assert all(claim.a not in ("layernorm", "houlsby m=64", "compacter++") or claim.b == "top-k k=1"
                for claim, _ in missing)  # the arms it planned: full, Houlsby m=64, Compacter++, LayerNorm
+
+
+COMMITTED = {"default": "default", "deflategate": str(Path(__file__).parents[2] / "studies" / "deflategate" /
+                                                        "deflategate.toml")}
+
+
+@pytest.mark.parametrize("name", list(COMMITTED))
+def test_every_unit_the_committed_profiles_plan_is_found_in_their_committed_store(name):
+    """The run keys of the default profile and of the example study are what their committed records were
+    stored under: every unit of each family's plan (planning.work), and every planned run by its run_key, is
+    found in data/results/<name>/. A key that changes (a setting, a path or a field slipping into it) makes
+    its unit missing here, before it would retrain."""
+    p = profiles.get(COMMITTED[name])
+    store = running.store_of(p)
+    planned = [f for f in families.registered() if store.path(f.name).is_file()]
+    assert {f.name for f in planned} >= set(FAMILIES)  # 04-07 at least: the study's own families
+    for family in planned:
+        units = planning.work(p, family, store)
+        assert units and [u for u in units if store.get(u.key, u.family) is None] == [], family.name
+        if family.trains_runs:
+            for config in planning.plan_from(p, family, planning.store_lookup(store, p, family)):
+                assert store.get(planning.run_key(config, p, family), family.name) is not None, config

@@ -28,7 +28,7 @@ from adapterlab.families import layer_removal
 from adapterlab.experiments.pilot import Pilot
 from adapterlab.experiments.timing import Timing
 from adapterlab.report import document
-from adapterlab.training import backbones, files
+from adapterlab.training import files
 from adapterlab.training import tasks as task_registry
 from adapterlab.training.backbones import default_tokenizer, load_backbone
 
@@ -122,15 +122,16 @@ def test_a_study_loads_as_the_profile_its_settings_describe(study, root):
         param_performance=dict(methods=(("houlsby", {"bottleneck": 8}, {"lrs": (0.001, 0.01)}), ("full", {})),
                                seeds=(0, 1), budget_control=(("full", {}), ("houlsby", {"bottleneck": 8}))),
         low_resource=dict(sizes=(40, 80), methods=("full",), lr_grid={"full": (0.0001, 0.001)}, lr_choice_size=40,
-                          epochs={40: 2, 80: 1}), source=str(study.resolve()))
+                          epochs={40: 2, 80: 1}), source=str(study.resolve()),
+        # the data file, named relative to the study, is the task "qa": the profile holds where its data lie
+        task_sources={"qa": files.spec(str(study.parent / "qa.csv"), ["question", "answer"], "topic")})
     assert p == expected
     assert profiles.resolve(str(study)) == p
     assert profiles.results_dir(str(study), root) == root / "data" / "results" / "qa"
-    # the data file, named relative to the study, is the task "qa"
-    task = task_registry.load_task("qa")
+    task = task_registry.load_task("qa", source=p.task_sources["qa"])
     assert (task.name, task.text_fields, task.label_names) == ("qa", ("question", "answer"), sorted(CLASSES))
     assert sum(len(split) for split in task.splits.values()) == 200
-    assert task_registry.DATA_TASKS["qa"] == files.spec(str(study.parent / "qa.csv"), ["question", "answer"], "topic")
+    assert p.model_folders == {}  # a built-in backbone stands for no folder
 
 
 def test_runs_on_a_carved_validation_split_key_on_the_carving_rule(study):
@@ -165,7 +166,7 @@ def test_run_keys_carry_the_task_name_not_the_path(study):
 
 def test_a_study_of_a_local_model_keys_its_runs_the_same_wherever_it_is_checked_out(study, tmp_path, monkeypatch):
     """The model folder is named by its path from the study file: run keys hold no machine's absolute path,
-    so a copy of the study elsewhere finds the same records; a fresh worker learns the folder from its unit."""
+    so a copy of the study elsewhere finds the same records; a worker learns the folder from its unit."""
     model, tokenizer = load_backbone("tiny", num_labels=len(CLASSES))
     for part in (model, tokenizer):
         part.save_pretrained(study.parent / "models" / "tiny-bert")
@@ -180,14 +181,36 @@ def test_a_study_of_a_local_model_keys_its_runs_the_same_wherever_it_is_checked_
     here = keys(study)
     assert not any(str(tmp_path) in key for key in here)
     assert keys(moved) == here
-    assert backbones.FOLDERS["./models/tiny-bert"] == str(moved.parent / "models" / "tiny-bert")
+    assert profiles.get(str(moved)).model_folders == {"./models/tiny-bert": str(moved.parent / "models" / "tiny-bert")}
     p = profiles.get(str(study))
     store = running.store_of(p, root=tmp_path / "out")
     spec = running.pack(planning.work(p, "init_scale", store)[0], store)
-    monkeypatch.setattr(backbones, "FOLDERS", {})  # as in a fresh worker process: no study loaded
-    record = running.execute(spec)["record"]
+    assert spec["config"]["backbone_folder"] == str(study.parent / "models" / "tiny-bert")  # the unit says where
+    record = run_in_a_fresh_process(spec, monkeypatch)
     assert record["backbone"] == "./models/tiny-bert" and record["steps"] == 6
-    assert backbones.FOLDERS["./models/tiny-bert"] == str(study.parent / "models" / "tiny-bert")
+    assert str(tmp_path) not in json.dumps(record["config"])  # the record keeps the name, not this machine's path
+
+
+def run_in_a_fresh_process(spec, monkeypatch):
+    """running.execute(spec)'s record where no study was ever read: reading a study file fails, so whatever
+    the worker needs must come from the spec (its unit) alone, as in a sweep's worker process or a Ray task."""
+    def no_study(*args, **kwargs):
+        raise AssertionError("the worker read a study file")
+
+    monkeypatch.setattr(studies, "load", no_study)
+    monkeypatch.setattr(studies, "from_dict", no_study)
+    spec = json.loads(json.dumps(spec))  # plain data, as it crosses to another process
+    return running.execute(spec)["record"]
+
+
+def test_a_local_model_folder_is_for_the_families_of_training_runs(study):
+    """A run config carries a study's model folder to its worker; the stream's steps load their backbone by
+    name, so a local folder there is refused when the study is read, in one line naming the fix."""
+    (study.parent / "models" / "tiny-bert").mkdir(parents=True)
+    edit(study, "[train]", '[stream]\nbackbone = "models/tiny-bert"\n\n[train]')
+    with pytest.raises(ValueError, match=r"qa\.toml \[stream\] backbone 'models/tiny-bert' is a local model "
+                                         r"folder, which only the families of training runs \(04-07\) take"):
+        profiles.get(str(study))
 
 
 def test_a_worker_process_learns_the_study_task_from_its_unit(study, root, monkeypatch):
@@ -195,11 +218,10 @@ def test_a_worker_process_learns_the_study_task_from_its_unit(study, root, monke
     store = running.store_of(p, root=root)
     unit = planning.work(p, "init_scale", store)[0]
     spec = running.pack(unit, store)
-    assert spec["data_tasks"]["qa"] == task_registry.DATA_TASKS["qa"]
-    monkeypatch.setattr(task_registry, "DATA_TASKS", {})  # as in a fresh worker process: no study loaded
-    record = running.execute(spec)["record"]
+    assert spec["config"]["task_source"] == p.task_sources["qa"]  # the unit says where the task's data lie
+    assert unit.key["task"] == "qa" and "task_source" not in unit.key  # its key names the task only
+    record = run_in_a_fresh_process(spec, monkeypatch)
     assert record["task"] == "qa" and record["steps"] == 6 and 0 <= record["validation"] <= 1
-    assert task_registry.DATA_TASKS["qa"] == spec["data_tasks"]["qa"]
 
 
 def test_every_table_of_the_writer_reads_back_as_written():
@@ -227,7 +249,7 @@ def snapshot(folder):
 def stored(study, root):
     """The study's folder with its identity and one record already in it (as a first sweep leaves it)."""
     folder = profiles.results_dir(str(study), root)
-    running.store_of(str(study), root=root)
+    running.claimed_store(str(study), root=root)
     assert json.loads((folder / studies.IDENTITY).read_text())["tasks"]["qa"]["label_column"] == "topic"
     (folder / "init_scale.jsonl").write_text('{"key": "an earlier run", "record": {"validation": 0.5}}\n')
     return folder
@@ -284,8 +306,57 @@ def test_a_folder_holding_another_studys_records_is_refused(study, stored, root,
     # the same data under another file name are the same data
     (study.parent / "copy.csv").write_bytes((study.parent / "qa.csv").read_bytes())
     edit(study, 'data = "other.csv"', 'data = "copy.csv"')
-    running.store_of(str(study), root=root)
+    running.claimed_store(str(study), root=root)
     assert snapshot(stored) == before
+
+
+def test_the_example_study_with_a_changed_row_is_refused_by_the_dry_run_and_the_run_alike(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """The example study copied elsewhere, with one row of its data changed under the same file name, against a
+    store holding the committed records of its data: `regenerate --dry-run` refuses as the run does, in one line
+    naming both data, before anything is listed, trained or written; the unchanged copy passes that check."""
+    from adapterlab.experiments import sweep as sweep_module
+
+    folder = shutil.copytree(CHECKOUT / "studies" / "deflategate", tmp_path / "deflategate")
+    store = tmp_path / "out" / "data" / "results" / "deflategate"
+    store.mkdir(parents=True)
+    for name in (studies.IDENTITY, "init_scale.jsonl"):  # the committed data's identity, and records made on them
+        shutil.copy(CHECKOUT / "data" / "results" / "deflategate" / name, store / name)
+
+    def trains(*args, **kwargs):
+        raise AssertionError("the run got as far as training")
+
+    monkeypatch.setattr(sweep_module, "sweep", trains)
+    command = ["regenerate", "--profile", str(folder / "deflategate.toml"), "--only", "05", "--out",
+               str(tmp_path / "out")]
+    assert main([*command, "--dry-run"]) == 0  # the same data: the dry run lists what would run
+    capsys.readouterr()
+    rows = (folder / "train.csv").read_text().splitlines(keepends=True)
+    assert rows[2].endswith(',"positive"\n')
+    (folder / "train.csv").write_text("".join([*rows[:2], rows[2].replace('"positive"', '"neutral"'), *rows[3:]]))
+    before = snapshot(tmp_path)
+    for dry_run in (["--dry-run"], []):
+        assert main([*command, *dry_run]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1, (dry_run, out, err)
+        assert err.startswith(f"error: {store} holds the records of study 'deflategate' on other data (task "
+                              "'deflategate': train.csv sha256 1548dbee44ca"), err
+        assert snapshot(tmp_path) == before
+
+
+def test_reading_a_studys_records_reads_none_of_its_data(monkeypatch):
+    """Opening the example study's store and planning every family of it from the records there (what tables,
+    figures and pages do) reads no data file: only the runners that write check the data (claimed_store)."""
+    def no_data(*args, **kwargs):
+        raise AssertionError("the study's data were read")
+
+    p = profiles.get(str(CHECKOUT / "studies" / "deflategate" / "deflategate.toml"))
+    monkeypatch.setattr(task_registry, "_load_data", no_data)
+    monkeypatch.setattr(studies, "_sha256", no_data)
+    store = running.store_of(p)
+    assert all(store.get(u.key, u.family) is not None for f in FAMILIES for u in planning.work(p, f, store))
+    with pytest.raises(AssertionError, match="data were read"):  # a runner does read them
+        running.claimed_store(p)
 
 
 def test_records_without_an_identity_are_not_claimed(study, root, capsys):
@@ -342,7 +413,7 @@ def test_study_init_writes_a_study_that_loads_and_plans(tmp_path, fixed_timing):
     assert study["task"] == {"data": "qa.csv", "text_columns": ["question", "answer"], "label_column": "topic",
                              "name": "qa"}
     # max_length by the rule: the shortest length 95% of the train pairs fit, up to a multiple of 8, at least 16
-    train = task_registry.load_task("qa").splits["train"]
+    train = task_registry.load_task("qa", source=p.task_sources["qa"]).splits["train"]
     encoded = default_tokenizer()(list(train["question"]), list(train["answer"]))
     lengths = sorted(len(ids) for ids in encoded["input_ids"])
     assert p.max_length == max(16, 8 * math.ceil(lengths[math.ceil(0.95 * len(lengths)) - 1] / 8))

@@ -73,7 +73,8 @@ def fill(profile, family, store, rounds=None):
             i += 1  # validation scores that differ, so choices and best runs are made as the runners make them
             record = {"validation": 0.5 + (i % 7) / 100, "run_seconds": 60.0, "eval_seconds": 30.0,
                       "task": u.spec["config"]["task"] if "config" in u.spec else None}
-            store.put(u.key, record | ({"config": u.spec["config"]} if u.kind == "train" else {}), u.family)
+            config = T.RunConfig.from_dict(u.spec["config"]).to_dict() if u.kind == "train" else None  # as a run's record
+            store.put(u.key, record | ({"config": config} if u.kind == "train" else {}), u.family)
         n += 1
     return planning.work(profile, family, store)
 
@@ -87,7 +88,7 @@ def test_init_the_dry_run_and_the_page_count_the_units_the_plan_makes(name, tmp_
     count holds the budget controls and scoring passes, and the dry run's hours are init's."""
     monkeypatch.setattr(costs, "speed_here", lambda: TIMING)
     p = profiles.get(DEFLATEGATE if name == "deflategate" else name)
-    store = running.store_of(p, root=tmp_path)  # a study's folder is claimed (study.json) before it stores
+    store = running.claimed_store(p, root=tmp_path)  # a study's folder is claimed (study.json) before it stores
 
     def counts():
         init = estimate.of(p, STUDY, TIMING, store)  # what init prices (with no store, the same units: below)
@@ -121,7 +122,8 @@ def test_the_estimate_prices_every_kind_of_unit():
         assert more == pytest.approx(base.train.max_steps * TIMING.step_seconds * estimate.scale(base, TIMING))
     passes = [u for u in found.planned if u.kind == "scoring pass"]
     assert [u.unit.spec["split"] for u in passes] == ["validation", "held-out", "held-out"]
-    sizes = estimate.split_sizes(passes[0].unit.spec["config"]["task"])
+    config = passes[0].unit.spec["config"]  # the study's task with the data it stands for (RunConfig.to_spec)
+    sizes = estimate.split_sizes(config["task"], config["task_source"])
     ratio = estimate.scale(T.RunConfig.from_dict(passes[0].unit.spec["config"]), TIMING)
     assert priced[passes[0].unit.id] == pytest.approx(sizes["validation"] * TIMING.span_seconds * ratio, rel=1e-12)
 

@@ -4,6 +4,7 @@ judged as claims.py declares it ("on par" only through the equivalence test, on 
 README's findings section equal to what the committed default tables give."""
 import math
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -444,6 +445,26 @@ def test_teaching_reading_shows_each_method_against_full_without_judging_a_claim
     assert "1 of 2 runs not converged" in "\n".join(teaching.lesson_lines(converged, 0.648, "accuracy", 1000))
 
 
+def test_a_page_plans_each_family_once(tmp_path, monkeypatch):
+    """Every part of a page that asks what is stored (what to use, the readings, the declared line, the cost from
+    scratch) reads one plan per family (estimate.units), made once for the page (document.planned): the example
+    study's four families with records, four plans."""
+    from adapterlab.experiments import estimate
+    checkout = findings.profiles.project_root()
+    p = findings.profiles.get(str(checkout / "studies" / "deflategate" / "deflategate.toml"))
+    if not findings.profiles.results_dir(p).is_dir():
+        pytest.skip("no committed records of the example study")
+    shutil.copytree(findings.profiles.results_dir(p), findings.profiles.results_dir(p, tmp_path))
+    with_records = [f.name for f in families.registered() if f.study]
+    for family in with_records:  # its tables as this code builds them from the records
+        tables.write(tables.get(family, p, tmp_path), p, tmp_path)
+    made, units = [], estimate.units
+    monkeypatch.setattr(estimate, "units", lambda profile, family, store=None: made.append(families.get(family).name)
+                        or units(profile, family, store))
+    assert document.findings_document(p, tmp_path).startswith("# Findings of the study `deflategate`")
+    assert sorted(made) == sorted(with_records)
+
+
 def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     stored = {"teaching": [dict(run_seconds=60, device="cpu", machine="Xeon (AVX512)")] * 2,
               "layer_removal": [dict(run_seconds=120, device="cuda:0"), dict(run_seconds=30, device="cpu")],
@@ -452,9 +473,17 @@ def test_notebook_times_sum_the_stored_runs_and_name_the_device(monkeypatch):
     scoring = {family: [] for family in stored} | {"layer_removal": [dict(eval_seconds=90), dict(eval_seconds=60)]}
     planned = []  # each family's plan is read from the store once, for the times and the line alike
     units = {family: 2 * len(stored[family]) + len(scoring[family]) for family in stored}  # half the runs stored
-    monkeypatch.setattr(provenance, "stored_work",
-                        lambda profile, family, root=None: planned.append(family := families.family_of(family))
-                        or (stored[family], scoring[family], units[family]))
+
+    class Plan:  # a family's provenance.FamilyPlan, as far as the times ask it
+        def __init__(self, family):
+            self.family = family
+
+        def stored_work(self):
+            return stored[self.family], scoring[self.family], units[self.family]
+
+    monkeypatch.setattr(provenance, "family_plan",
+                        lambda profile, family, root=None: planned.append(family := families.get(family).name)
+                        or Plan(family))
     assert document.notebook_seconds("default") == {  # 04: its two runs and its two scoring passes
         "03_training_adapters": (120, "cpu"), "04_layer_removal": (300, "gpu"), "05_init_scale": (600, "cpu"),
         "06_params_vs_performance": (0, "cpu"), "07_low_resource": (1800, "cpu"), "08_stream_of_tasks": (0, "cpu")}

@@ -493,18 +493,18 @@ def test_text_to_text_targets_round_trip():
 
 # ---------------------------------------------------------------- data under a name of their own
 
-def test_registered_data_load_under_their_name(tmp_path, monkeypatch):
-    monkeypatch.setattr(tasks, "DATA_TASKS", {})
+def test_data_load_under_the_name_given_with_them(tmp_path):
     path = tmp_path / "reviews.csv"
     path.write_text("review,stars\n" + "".join(f"text {i},{i % 2}\n" for i in range(40)))
     spec = tasks.files.spec(str(path), text_columns="review", label_column="stars")
-    assert tasks.register_data("reviews", spec) == "reviews"
-    task, direct = load_task("reviews", train_size=10, seed=1), load_task(spec, train_size=10, seed=1)
-    assert task.name == "reviews" and task.num_labels == tasks.num_labels("reviews") == 2
+    task, direct = load_task("reviews", train_size=10, seed=1, source=spec), load_task(spec, train_size=10, seed=1)
+    assert task.name == "reviews" and task.num_labels == tasks.num_labels("reviews", spec) == 2
     assert texts(task.splits["train"], ("review",)) == texts(direct.splits["train"], ("review",))
+    with pytest.raises(ValueError, match="unknown task 'reviews'"):  # the name alone stands for nothing
+        load_task("reviews")
     for name, error in [("airline", "a built-in task's"), ("glue/mine", "must be letters"), ("my:data", "must be letters"),
                         ("reviews.csv", "must be letters")]:
         with pytest.raises(ValueError, match=error):
-            tasks.register_data(name, spec)
+            load_task(name, source=spec)
     with pytest.raises(ValueError, match="must name a data file"):
-        tasks.register_data("other", "airline")
+        tasks.check_data_name("other", "airline")
