@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..experiments.results import read_csv
 from ..experiments import families, profiles, stats
 from . import labels
 from .labels import SCALE
@@ -287,7 +288,7 @@ def save(name, table, profile, root=None, **options):
 
 
 def _read_csv(profile, root, path):
-    return pd.read_csv(path)
+    return read_csv(path)
 
 
 def redraw(profile, root=None):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..experiments.results import read_csv
 from ..experiments import families, profiles, rules, stats
 from . import claims as declared
 
@@ -347,7 +348,7 @@ def load(profile, name, root=None):
     """A table's CSV from <root>/data/results/<profile>/ by its name (a family's own: the family's name; None when
     it is not there)."""
     path = profiles.results_dir(profile, root) / f"{name}.csv"
-    return pd.read_csv(path) if path.is_file() else None
+    return read_csv(path) if path.is_file() else None
 
 
 def judged(profile, family, root=None):

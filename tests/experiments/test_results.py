@@ -253,3 +253,14 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypa
     with pytest.raises(OSError, match="disk full"):
         atomic_write(path, "never seen")
     assert path.read_bytes() == b"\x00\x01" and sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]
+
+
+def test_a_table_read_back_keeps_all_digit_bits_as_text(tmp_path):
+    """40 examples' correct bits can be hex of digits only: read back, they stay the same string, not a number."""
+    import pandas as pd
+    from adapterlab.experiments.results import read_csv, write_csvs
+
+    frame = pd.DataFrame({"seed": [0, 1], "test_correct": ["0000000000", "09f0000000"], "value": [0.5, 0.6]})
+    path, = write_csvs({"t": frame}, tmp_path)
+    back = read_csv(path)
+    assert list(back["test_correct"]) == ["0000000000", "09f0000000"] and back["seed"].dtype.kind == "i"
