@@ -47,6 +47,8 @@ def matches(record, selector):
 
 def first_record(family, selector):
     path = STORE / f"{family}.jsonl"
+    if not path.is_file():  # a store file no unit has written yet: no record of it exists
+        return None
     times = [datetime.datetime.fromisoformat(r["created"]) for r in map(json.loads, path.read_text().splitlines())
              if matches(r, selector)]
     return min(times) if times else None
