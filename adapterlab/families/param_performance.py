@@ -735,7 +735,7 @@ def study(s, scale):
 FAMILY = register(Family(
     NAME, "06_params_vs_performance", ParamPerformance, PROFILES, split=SPLIT, plan=plan,
     control_entry=lambda c: (c.method, c.method_args),  # a budget_control entry names (method, method_args)
-    work=work, passes=lambda p, store: timing_units(p), steps={TIMING_STEP: measure_timing},
+    work=work, passes=lambda p, store: timing_units(profiles.resolve(p)), steps={TIMING_STEP: measure_timing},
     columns=("task", "method", "size", "trainable", "percent", "metric", "value", "train_seconds", "peak_memory_mb"),
     build=build, read=read, claims=CLAIMS, claims_table=CLAIMS_TABLE,
     figures={"param_performance": F.Entry(figure, "param_performance.csv",
