@@ -219,7 +219,7 @@ def test_findings_reads_the_stream_like_every_family(table, tmp_path, monkeypatc
     folder.mkdir(parents=True, exist_ok=True)
     table.to_csv(folder / "stream.csv", index=False)
     monkeypatch.setattr(provenance, "stored_runs", lambda profile, family, root: [])
-    monkeypatch.setattr(provenance, "from_scratch", lambda profile, family, root: (60.0, 25, "whole runs"))
+    monkeypatch.setattr(provenance.FamilyPlan, "from_scratch", lambda plan: (60.0, 25, "whole runs"))
     out, rows = document.readings("smoke", tmp_path)
     assert out[0].startswith("**A stream of tasks**") and "  *(from scratch: 25 run(s), 1 min, whole runs)*" in out
     assert {stem for stem, _, _ in rows} == {"08"} and len(rows) == 2 * len(ORDERS) + 1
