@@ -145,15 +145,6 @@ def write_csvs(frames, folder):
     return paths
 
 
-def read_csv(path):
-    """A table write_csvs wrote, its per-example bit columns (`*correct*`: train.correct_bits' hex) read as text:
-    a short run's bits can be all digits ("0000000000" for 40 examples), which a number would lose."""
-    import pandas as pd  # the tables' reader; the store itself needs no pandas
-
-    header = pd.read_csv(path, nrows=0).columns
-    return pd.read_csv(path, dtype={c: str for c in header if "correct" in c})
-
-
 # -----------------------------------------------------------------------------
 # the store
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..experiments.results import read_csv
+from .csvs import read_csv
 from ..experiments import families, profiles, stats
 from . import labels
 from .labels import SCALE

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..experiments.results import read_csv
+from .csvs import read_csv
 from ..experiments import families, profiles, rules, stats
 from . import claims as declared
 

@@ -258,7 +258,8 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path, monkeypa
 def test_a_table_read_back_keeps_all_digit_bits_as_text(tmp_path):
     """40 examples' correct bits can be hex of digits only: read back, they stay the same string, not a number."""
     import pandas as pd
-    from adapterlab.experiments.results import read_csv, write_csvs
+    from adapterlab.experiments.results import write_csvs
+    from adapterlab.report.csvs import read_csv
 
     frame = pd.DataFrame({"seed": [0, 1], "test_correct": ["0000000000", "09f0000000"], "value": [0.5, 0.6]})
     path, = write_csvs({"t": frame}, tmp_path)
