@@ -42,7 +42,7 @@ class Family:
                 the workers of units other than training runs (running.execute finds them here)
     columns     its table's columns as DESIGN.md's "Result tables" fix them (the contract), first in its CSV
     build       (profile, records, root) -> report.tables.FamilyResult: its table from its plan's records
-    read        (table, budget table) -> (markdown lines, [(claim title, stats.Verdict)]): its reading
+    read        (table, budget table) -> (markdown lines, [(claim title, judge.Verdict)]): its reading
     claims      its declared claims (report.claims.Claim), in the order its reading judges them
     claims_table
                 the table its claims read when not its own (layer removal's spans scored on held-out examples)

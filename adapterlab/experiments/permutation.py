@@ -19,7 +19,7 @@ once, which keeps the test's level (Phipson & Smyth 2010).
 The interval inverts the test over shifts: under the shift model (a's values are b's moved by delta), the
 one-sided 1 - alpha bound is the delta at which the test of "a - b = delta" stops rejecting at alpha. Chosen
 over a bootstrap of the log ratio because the verdicts read a claim's p-value and its interval as one test (a
-test rejects at alpha exactly when its interval leaves out the null: stats._read, stats.opposite_ps), which
+test rejects at alpha exactly when its interval leaves out the null: judge._read, judge.opposite_ps), which
 inversion keeps by construction; a percentile bootstrap of 8 runs a side resamples a handful of values, is
 known to cover less than it says, and would disagree with the p-value near the boundary. Inversion is exact
 here: moving a's values by delta moves each split's statistic along a straight line in delta, more slowly than

@@ -179,7 +179,7 @@ def keeps_adapter(profile, family, config):
 # ----------------------------------------------------------------------------- budget controls
 # The budget control: a few of a family's runs (its settings' `budget_control` entries, every seed, at the
 # chosen rate) trained again with budget_factor x the steps and the same number of validations. If the
-# conclusions drawn at 1x also hold at 2x (stats.budget_verdict: each claim's move between its two arms, the
+# conclusions drawn at 1x also hold at 2x (judge.budget_verdict: each claim's move between its two arms, the
 # first entry being the reference arm, shown inside stats.MARGIN on validation), the family's budget was
 # enough; if not, the budget goes up. How an entry names a run is the family's own (Family.control_entry).
 

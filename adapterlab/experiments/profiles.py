@@ -51,7 +51,7 @@ class Common:
     eval_size: int | None = None  # cap on validation/test examples; None: the profile's eval_size
     # budget control: a few of the experiment's settings retrained at budget_factor x the steps, every seed
     # (the entries are the experiment's own: methods, stds or sizes), to show its conclusions survive; the
-    # first entry is the reference arm of the claims the others stand for (stats.claim_move)
+    # first entry is the reference arm of the claims the others stand for (judge.claim_move)
     budget_control: tuple = ()
     budget_factor: int = 2
     budget_control_seeds: tuple | None = None  # the seeds whose entries are controlled (None: every seed)

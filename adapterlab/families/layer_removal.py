@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..experiments import estimate, running, stats
+from ..experiments.judge import BUDGET_RULE_VERSION, HOLDS, MOVES, UNDECIDED, awaiting, budget_verdict, claim_move
 from ..experiments.families import Family, register
 from ..experiments.study_init import at_steps, control_keys
 from ..report.tables import FamilyResult, config_of, run_columns, tidy_frame
@@ -437,7 +438,7 @@ def span_moves(d, claim):
         return []
     n, split = int(d["eval_examples"].iloc[0]), d["split"].iloc[0]
     (at_1x, _), (at_2x, _) = _spans(controlled, split), _spans(controlled, split, "_2x")
-    return [stats.claim_move(n, at_1x(a), at_2x(a), at_1x(b), at_2x(b), split) for a, b in _members(d, claim)[1]]
+    return [claim_move(n, at_1x(a), at_2x(a), at_1x(b), at_2x(b), split) for a, b in _members(d, claim)[1]]
 
 
 def _runs_text(d, split, n):
@@ -476,14 +477,14 @@ def read(df, budget=None):
         if split == SELECTION:
             lines.append(f"- its claims await held-out scoring: the spans are scored on the {split} split, where the "
                          "run's best state was chosen, which judges no claim.")
-            found += [(c.says.format(**fields), stats.awaiting(c.hypothesis, c.paper, f"{c.split} scoring",
-                                                               "spans scored on validation only", c.margin, c.unit,
-                                                               c.paper_value, c.split))
+            found += [(c.says.format(**fields), awaiting(c.hypothesis, c.paper, f"{c.split} scoring",
+                                                         "spans scored on validation only", c.margin, c.unit,
+                                                         c.paper_value, c.split))
                       for c in CLAIMS]
             continue
         moves = {c: span_moves(d, c) for c in CLAIMS}
         if any(moves.values()):
-            lines.append(f"- budget control (rule {stats.BUDGET_RULE_VERSION}): each claim's move at "
+            lines.append(f"- budget control (rule {BUDGET_RULE_VERSION}): each claim's move at "
                          f"{int(d['steps_2x'].iloc[0])} steps on the same examples, shown inside ±"
                          f"{stats.MARGIN * 100:g} points (90% interval) or not: " + "; ".join(
                              f"{c.a} vs {c.b} {_move_text(m)}" for c, m in moves.items()) + ".")
@@ -491,7 +492,7 @@ def read(df, budget=None):
         gate = Runs((stats.two_level(bits("majority class"), bits(None), n, split),),
                     tuple(bool(g["converged"].iloc[0]) for g in runs))
         found += [judge(claim, *span_members(d, claim),
-                        held=bool(moves[claim]) and all(stats.budget_verdict(m) == stats.HOLDS for m in moves[claim]),
+                        held=bool(moves[claim]) and all(budget_verdict(m) == HOLDS for m in moves[claim]),
                         runs=gate, **fields)
                   for claim in CLAIMS]
     return lines + verdict_lines(found), found
@@ -499,10 +500,10 @@ def read(df, budget=None):
 
 def _move_text(moves):
     """'+0.3 [-0.4, +1.0] holds' for one claim's moves (its worst member's interval when it has several)."""
-    verdicts = [stats.budget_verdict(m) for m in moves]
+    verdicts = [budget_verdict(m) for m in moves]
     level = 1 - 2 * stats.ALPHA_EQUIVALENCE
     worst = max(moves, key=lambda m: max(abs(x) for x in m.ci(level)) if m.testable else math.inf)
-    label = next((v for v in (stats.MOVES, stats.UNDECIDED) if v in verdicts), stats.HOLDS)
+    label = next((v for v in (MOVES, UNDECIDED) if v in verdicts), HOLDS)
     return (f"{pts(worst.estimate, True)} {interval_text(worst, level)}"
             + (f" (the widest of {len(moves)})" if len(moves) > 1 else "") + f" **{label}**")
 

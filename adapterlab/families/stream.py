@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ..experiments import profiles, rules, stats
+from ..experiments.judge import COST_MARGIN, Verdict
 from ..experiments.families import Family, register
 from ..experiments.work import Work
 from ..methods.saving import ADAPTER_CONFIG, ADAPTER_WEIGHTS
@@ -577,7 +578,7 @@ CLAIMS = (
           "sequential after the last task", "accuracy", declared.TEST, FORGETTING, per="order"),
     Claim(NAME, "adapters store a small part of a model per task, a copy a whole model (bytes added per task, "
           "adapters minus copies, as a share of one fine-tuned model)", "<", "adapters", "copies", "bytes on disk",
-          declared.FILES, COMPACT, HOULSBY_GROWTH - 1, stats.COST_MARGIN, unit="% of a model", budget=False,
+          declared.FILES, COMPACT, HOULSBY_GROWTH - 1, COST_MARGIN, unit="% of a model", budget=False,
           check=True),
 )
 
@@ -586,8 +587,8 @@ CLAIMS = (
 
 def measured(estimate, claim, how, n):
     """The check of a declared claim measured without noise (file sizes; recall that hashes prove to be exact), in
-    stats.verdict's labels, decided by the number itself: the direction, the margin, then the paper's number as
-    printed (to 0.1). A check is no sampled hypothesis: it is reported apart from Holm's correction."""
+    experiments.judge.verdict's labels, decided by the number itself: the direction, the margin, then the paper's
+    number as printed (to 0.1). A check is no sampled hypothesis: it is reported apart from Holm's correction."""
     diff = stats.Difference(float(estimate), math.nan, math.nan, n, how)
     if claim.hypothesis == "==":
         label = "reproduced" if abs(estimate) < claim.margin else "not reproduced"
@@ -597,8 +598,8 @@ def measured(estimate, claim, how, n):
         paper = None if claim.paper_value is None else round(sign * claim.paper_value * 100, 1)
         label = ("reversed" if shown < 0 else "not reproduced" if shown < claim.margin * 100 else
                  "reproduced" if paper in (None, shown) else stats.SMALLER if paper > shown else stats.LARGER)
-    return stats.Verdict(claim.hypothesis, label, claim.paper, diff, claim.margin, claim.unit, claim.paper_value,
-                         split=claim.split, check=True)
+    return Verdict(claim.hypothesis, label, claim.paper, diff, claim.margin, claim.unit, claim.paper_value,
+                   split=claim.split, check=True)
 
 
 def _growth(table, learner, order):
@@ -676,8 +677,8 @@ def read(df, budget=None):
         # shown (a nil drop on a sample is no proof of none)
         remembers = (measured(kept.estimate, memory, "exact: the same frozen base and adapter files (sha256), "
                               "bit-identical test logits", kept.n) if recall[order].all() else
-                     stats.Verdict(memory.hypothesis, "inconclusive", memory.paper, kept, split=memory.split,
-                                   check=True))
+                     Verdict(memory.hypothesis, "inconclusive", memory.paper, kept, split=memory.split,
+                             check=True))
         found += [(memory.says.format(order=order + 1), remembers),
                   judge(forgets, [stream_forgetting(df, "sequential", order)], order=order + 1)]
     bill = _growth(df, "adapters", orders[0]) - _growth(df, "copies", orders[0])

@@ -3,8 +3,8 @@ metric, the hypothesis (in the paper's direction, one-sided, or as equivalence w
 claim made of several comparisons, and the paper's own words and number. Each family declares its own claims
 (Family.claims, in its module under adapterlab/families/), in the order its reading judges them.
 
-A family's reading measures each claim's comparisons on its table and judges them (stats.verdict); only the
-declared test's p-value enters Holm's correction over every tested claim (document.py, stats.holm). A claim's
+A family's reading measures each claim's comparisons on its table and judges them (judge.verdict); only the
+declared test's p-value enters Holm's correction over every tested claim (document.py, judge.holm). A claim's
 verdict never depends on which way the data fell: "reversed" and "not reproduced" are read from the two-sided
 interval, not tested. Exact checks (no sampling stands between the measurement and the claim) are declared
 here too and reported apart, outside Holm's family.
@@ -18,7 +18,7 @@ import datetime
 import math
 from dataclasses import dataclass
 
-from ..experiments import stats
+from ..experiments import judge, stats
 
 # When the hypotheses were first fixed, in one registry (report/claims.py, commit 75f2717): some of the records
 # they judge are older (docs/protocol.md says which); FINDINGS.md counts them (document.declared_line)
@@ -84,7 +84,7 @@ class Claim:
 # The papers' numbers are the ones closest to our setting, a sentence classification: MNLI where the paper
 # gives MNLI and CoLA, the GLUE mean otherwise.
 FIG6 = "Houlsby Fig. 6"
-COST_MARGIN = math.log1p(stats.COST_MARGIN)  # 5% more or less, as a log ratio
+COST_MARGIN = math.log1p(judge.COST_MARGIN)  # 5% more or less, as a log ratio
 
 
 def accuracy_claim(family, says, hypothesis, a, b, paper, paper_value=None, **kw):

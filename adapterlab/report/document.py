@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..experiments import families, planning, profiles, stats
+from ..experiments import families, judge, planning, profiles, stats
 from ..methods.config import method
 from . import claims
 from .labels import method_label
@@ -82,7 +82,7 @@ def corrected(rows):
     """[(notebook, claim, verdict, verdict after Holm's correction over every tested claim of the rows)]: the
     exact checks are no hypotheses and stay out (checks)."""
     tested = [row for row in rows if not row[2].check]
-    after = stats.holm([v for _, _, v in tested])
+    after = judge.holm([v for _, _, v in tested])
     return [(stem, title, v, h) for (stem, title, v), h in zip(tested, after)]
 
 
@@ -173,7 +173,7 @@ def not_run(profile, family):
     p, out = profiles.resolve(profile), []
     for claim, missing in planning.unplanned_claims(p, family):
         lacks = " or ".join(dict.fromkeys(arm_text(arm) for arm in missing))
-        verdict = stats.Verdict(claim.hypothesis, stats.NOT_RUN.format(lacks), claim.paper,
+        verdict = judge.Verdict(claim.hypothesis, stats.NOT_RUN.format(lacks), claim.paper,
                                 stats.Difference(math.nan, math.nan, math.nan, 0, "not run"), claim.margin,
                                 claim.unit, claim.paper_value, log_ratio=claim.log_ratio, split=claim.split)
         out += [(claim.says.format_map(_Unfilled(task=task, a=claim.a, b=claim.b)), verdict) for task in p.tasks]

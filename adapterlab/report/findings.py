@@ -6,21 +6,22 @@ state comes from here, so no text can contradict the data:
 
     from adapterlab.report import findings
     print("\\n".join(findings.reading("05", df, budget)))   # markdown lines for one family's table
-    findings.claims("05", df, budget)           # [(claim, stats.Verdict)]: what the lines judge
+    findings.claims("05", df, budget)           # [(claim, experiments.judge.Verdict)]: what the lines judge
     findings.budget_control(budget)             # the family's budget controls, judged by budget rule 3
 
 A family's reading (Family.read) is in its module; the pieces every reading shares are here.
 
 Every reading together, as FINDINGS.md and the README's table of claims: adapterlab.report.document.
 
-The statistics are adapterlab.experiments.stats's, and only those: runs that share a seed (and so a subset and a
-data order) are compared paired by seed and by example, their interval carrying the noise of the seeds and of
-the examples (crossed random effects); a claim's hypothesis, split and members are the ones its family declares,
-whatever the data show. Convergence is the verdict each run was trained under (the table's `converged`, stamped
-by the current rule). `budget` is the family's budget-control table: a claim is judged "at this budget" unless
-its own control holds (without the table, every claim that can move with the budget is). A claim is judged at
-all only on runs that learned, and, where none of its runs converged, only with a control of its own that holds
-(unjudged): otherwise it reads "not judged" and no test is made.
+The statistics are adapterlab.experiments.stats's, and the verdicts adapterlab.experiments.judge's, and only
+those: runs that share a seed (and so a subset and a data order) are compared paired by seed and by example, their
+interval carrying the noise of the seeds and of the examples (crossed random effects); a claim's hypothesis, split
+and members are the ones its family declares, whatever the data show. Convergence is the verdict each run was
+trained under (the table's `converged`, stamped by the current rule). `budget` is the family's budget-control
+table: a claim is judged "at this budget" unless its own control holds (without the table, every claim that can
+move with the budget is). A claim is judged at all only on runs that learned, and, where none of its runs
+converged, only with a control of its own that holds (unjudged): otherwise it reads "not judged" and no test is
+made.
 """
 
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ import pandas as pd
 
 from .csvs import read_csv
 from ..experiments import families, profiles, rules, stats
+from ..experiments.judge import BUDGET_RULE_VERSION, HOLDS, MOVES, budget_verdict, claim_move, verdict
 from . import claims as declared
 
 
@@ -70,11 +72,11 @@ def judge(claim, diffs, names=(), held=False, grid_end="", runs=None, **fields):
     verdict "at this budget" unless the claim cannot move with the budget or its own control `held`. `runs`
     (Runs: the claim's arms against the majority class, and its runs' convergence) decides whether it is judged
     at all (unjudged)."""
-    verdict = stats.verdict(diffs, claim.hypothesis, claim.paper, claim.margin, claim.unit, claim.paper_value,
-                            at_budget=claim.budget and not held, grid_end=grid_end, names=names,
-                            log_ratio=claim.log_ratio, split=claim.split,
-                            unjudged=unjudged(claim, runs, held) if runs is not None else "")
-    return claim.says.format(**fields), verdict
+    judged = verdict(diffs, claim.hypothesis, claim.paper, claim.margin, claim.unit, claim.paper_value,
+                     at_budget=claim.budget and not held, grid_end=grid_end, names=names,
+                     log_ratio=claim.log_ratio, split=claim.split,
+                     unjudged=unjudged(claim, runs, held) if runs is not None else "")
+    return claim.says.format(**fields), judged
 
 
 @dataclass(frozen=True)
@@ -258,8 +260,8 @@ def _moves(df):
         arms = [g.loc[seeds, "validation_correct"], g.loc[seeds, "validation_correct_2x"]]
         if reference is not None:
             arms += [reference.loc[seeds, "validation_correct"], reference.loc[seeds, "validation_correct_2x"]]
-        move = stats.claim_move(n, *(list(a) for a in arms))
-        yield g, reference, seeds, move, stats.budget_verdict(move)
+        move = claim_move(n, *(list(a) for a in arms))
+        yield g, reference, seeds, move, budget_verdict(move)
 
 
 def controls(df):
@@ -276,11 +278,11 @@ def controls(df):
 
 def held_by_controls(own, pairs):
     """True when every (setting, reference) comparison of a claim has a budget control of its own that holds."""
-    return all(own.get((str(a), str(b))) == stats.HOLDS for a, b in pairs)
+    return all(own.get((str(a), str(b))) == HOLDS for a, b in pairs)
 
 
 def budget_control(df):
-    """Lines on a family's budget controls (tables.budget_control) under budget rule 3 (stats.budget_verdict):
+    """Lines on a family's budget controls (tables.budget_control) under budget rule 3 (budget_verdict):
     each comparison a control measures (an entry minus the reference arm, the first entry; the entry itself when
     it is the only one), its move at twice the steps on validation over the seeds both arms have, and whether it
     holds. A control covers its own comparison and no other claim."""
@@ -300,13 +302,13 @@ def budget_control(df):
     if not lines:
         return []
     verdicts = [label for *_, label in moves]
-    held = sum(v == stats.HOLDS for v in verdicts)
-    verdict = (f"**{held} of {len(verdicts)} hold**" + ("" if stats.MOVES not in verdicts else
-                                                         "; **a control moves: its claim needs a larger budget**"))
-    head = (f"- budget control (rule {stats.BUDGET_RULE_VERSION}): a comparison's move at twice the steps, on the "
+    held = sum(v == HOLDS for v in verdicts)
+    tally = (f"**{held} of {len(verdicts)} hold**" + ("" if MOVES not in verdicts else
+                                                       "; **a control moves: its claim needs a larger budget**"))
+    head = (f"- budget control (rule {BUDGET_RULE_VERSION}): a comparison's move at twice the steps, on the "
             f"validation split, shown inside ±{stats.MARGIN * 100:g} points (90% interval); a control covers the "
             f"comparison it measures and no other, and a claim without a control of its own that holds is judged "
-            f"at this budget; {verdict}:")
+            f"at this budget; {tally}:")
     return [head, *lines]
 
 
@@ -340,7 +342,7 @@ def reading(family, df, budget=None):
 
 
 def claims(family, df, budget=None):
-    """[(claim, stats.Verdict)] that a family's reading judges, in its order."""
+    """[(claim, experiments.judge.Verdict)] that a family's reading judges, in its order."""
     return families.get(family).read(df, budget)[1]
 
 

@@ -9,7 +9,7 @@ one settings edit that decides the most claims per hour.
     power.needs(rows, found)                            # [Need]: each undecided claim and what decides it
     power.chances(rows, Design("05", 15))               # {claim: % decisive after Holm} under one design
 
-rows are [(notebook, claim title, stats.Verdict)] as document.readings gives them.
+rows are [(notebook, claim title, judge.Verdict)] as document.readings gives them.
 
 The ladder, declared here and the same for every profile, smallest first: a notebook's claims re-measured with
 each of SEEDS seeds above today's number (seeds 0..S-1: the edit `<family>.seeds = 0-<S-1>`) on each claim's own
@@ -27,7 +27,7 @@ at the mean the records measured for the same setting at other seeds (the family
 records' own timing on the machines that made them, no new one.
 
 Each replicate draws every comparison the design re-measures from its own noise model (stats.simulate) and runs
-Holm's correction over the whole family of tested claims, as stats.holm does (rejected: the same procedure over
+Holm's correction over the whole family of tested claims, as judge.holm does (rejected: the same procedure over
 all replicates at once; the claims the design leaves alone keep their p-values); a claim is decisive when any of
 its conclusions is rejected. The members of a claim are drawn independently, though they share a reference arm:
 the chance is a guide for choosing a design, not a verdict. A claim measured with one seed has no seed spread to
@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as dist
 
-from ..experiments import families, profiles, stats
+from ..experiments import families, judge, profiles, stats
 
 SEEDS = (3, 5, 7, 10, 15, 20)  # the ladder's numbers of seeds
 TARGET = 80  # % of replicates with a decisive verdict after Holm: a design "decides" a claim at this or more
@@ -88,7 +88,7 @@ class Need:
 # ----------------------------------------------------------------------------- Holm over replicates
 
 def _member_ps(verdict, draws):
-    """(R, k) arrays of each member's declared p-value (stats._member_p), NaN where a draw has no noise
+    """(R, k) arrays of each member's declared p-value (judge._member_p), NaN where a draw has no noise
     estimate, from draws = [(estimate, se, df)] per member."""
     est, se, df = (np.stack([d[j] for d in draws], axis=1) for j in range(3))
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero SE: NaN below, as stats.directional says
@@ -100,8 +100,8 @@ def _member_ps(verdict, draws):
 
 
 def _drawn_ps(verdict, draws):
-    """(declared p, "not reproduced" p, "reversed" p) of each replicate, arrays as stats.verdict and
-    stats.opposite_ps give them for one draw: the largest member p (NaN if any is), and the opposite
+    """(declared p, "not reproduced" p, "reversed" p) of each replicate, arrays as judge.verdict and
+    judge.opposite_ps give them for one draw: the largest member p (NaN if any is), and the opposite
     conclusions' two-sided p-values, Bonferroni over the k members."""
     member, est, se, df = _member_ps(verdict, draws)
     declared = member.max(axis=1)  # NaN propagates, as one member without a noise estimate leaves p NaN
@@ -119,7 +119,7 @@ def _drawn_ps(verdict, draws):
 
 def rejected(ps, follows, alpha=stats.ALPHA):
     """(R, H) bool: which of H hypotheses each of R replicates rejects at family-wise level alpha, by the
-    procedure of stats.conclusions_adjusted (Holm's step-down, where hypothesis j starts with no share and
+    procedure of judge.conclusions_adjusted (Holm's step-down, where hypothesis j starts with no share and
     follows = {j: i} hands it i's share once i is rejected), vectorised over the replicates. ps: (R, H)
     p-values, NaN for a hypothesis without a test (it counts in the family and is never rejected). A hypothesis
     is rejected when its adjusted p is below alpha: the procedure stops at the first step whose smallest
@@ -159,7 +159,7 @@ def rejected(ps, follows, alpha=stats.ALPHA):
 
 
 def _hypotheses(verdicts):
-    """(columns, follows) of Holm's family as stats.holm builds it: each claim's declared test, each claim's
+    """(columns, follows) of Holm's family as judge.holm builds it: each claim's declared test, each claim's
     "not reproduced", each directional claim's "reversed" (following its "not reproduced"). columns[i] =
     (declared, not reproduced, reversed or None) column indices of claim i."""
     m = len(verdicts)
@@ -212,9 +212,9 @@ def decisive(rows, design, replicates=REPLICATES, seed=SEED):
         return {}
     columns, follows = _hypotheses(verdicts)
     ps = np.full((replicates, 2 * len(verdicts) + len(follows)), np.nan)
-    for i, v in enumerate(verdicts):  # the claims left alone: their p-values as stats.holm takes them
+    for i, v in enumerate(verdicts):  # the claims left alone: their p-values as judge.holm takes them
         declared, not_reproduced, reversed_ = columns[i]
-        opposite = stats.opposite_ps(v.claim, v.members, v.margin) if v.members else (math.nan, math.nan)
+        opposite = judge.opposite_ps(v.claim, v.members, v.margin) if v.members else (math.nan, math.nan)
         ps[:, declared], ps[:, not_reproduced] = v.p, opposite[0]
         if reversed_ is not None:
             ps[:, reversed_] = opposite[1]
@@ -241,7 +241,7 @@ def undecided(rows):
     """[(notebook, title, Verdict)] of the tested claims that are inconclusive after Holm's correction over all
     of them."""
     tested = [row for row in rows if not row[2].check]
-    after = stats.holm([v for *_, v in tested])
+    after = judge.holm([v for *_, v in tested])
     return [row for row, h in zip(tested, after) if h.label == "inconclusive"]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from ..experiments import families, planning, rules, stats
+from ..experiments import families, judge, planning, rules
 from ..experiments import profiles as profiles_module
 from ..experiments import running
 from ..training import train as T
@@ -134,7 +134,7 @@ def budget_control(profile, family, root=None):
     decides nothing but the final verdicts). Columns: family, task, method, label, entry, arm (the entry's
     position: 0 is the reference arm), arms (the number of entries), seed, lr, steps, steps_2x, value, value_2x (validation metric of each),
     validation_correct, validation_correct_2x (their per-example bits), validation_examples, converged,
-    converged_2x, split, budget_rule (the version of the rule that judges the rows: stats.budget_verdict).
+    converged_2x, split, budget_rule (the version of the rule that judges the rows: judge.budget_verdict).
     Empty when the family has no controls."""
 
     p, family = profiles_module.resolve(profile), families.get(family)
@@ -157,7 +157,7 @@ def budget_control(profile, family, root=None):
                          validation_correct_2x=bits2["validation_correct"],
                          validation_examples=bits1["validation_examples"], converged=bool(r1["converged"]),
                          converged_2x=bool(r2["converged"]), split="validation",
-                         budget_rule=stats.BUDGET_RULE_VERSION))
+                         budget_rule=judge.BUDGET_RULE_VERSION))
     return pd.DataFrame(rows)
 
 

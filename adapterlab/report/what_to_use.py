@@ -16,9 +16,9 @@ of the equivalence test (TOST) -- above the best by more is impossible -- on the
 example with the crossed estimator (findings.by_seed); a method's hypothesis holds only when every comparison does
 (intersection-union: the largest p decides). The opposite conclusion, "below the best by more than the margin", is
 shown when some other method's two-sided interval lies above it by more than the margin (Bonferroni over the
-others), read as stats.opposite_ps reads a claim. Both conclusions of every method are one family under Holm's
-correction (stats.conclusions_adjusted), so the chance of any false conclusion about the methods is at most 5%; a
-method shown neither way is undecided.
+others), read as experiments.judge.opposite_ps reads a claim. Both conclusions of every method are one family
+under Holm's correction (experiments.judge.conclusions_adjusted), so the chance of any false conclusion about
+the methods is at most 5%; a method shown neither way is undecided.
 
 How much data: per method of the subsampling table, each smaller training size against the largest, by the same
 one-sided test (one seed draws nested subsets, so sizes pair by seed), all under a Holm family of their own; the
@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..experiments import families, profiles, stats
+from ..experiments.judge import conclusions_adjusted
 from . import provenance
 from .claims import TEST
 from .findings import ci_text, load, pts
@@ -72,8 +73,8 @@ def p_within(diff, margin=stats.MARGIN):
 
 def p_below(diff, margin=stats.MARGIN):
     """p of "more than the margin below" read from the two-sided interval (twice the one-sided p, as
-    stats.opposite_ps reads the opposite of a claim): below alpha exactly when the 1 - alpha interval lies under
-    -margin."""
+    experiments.judge.opposite_ps reads the opposite of a claim): below alpha exactly when the 1 - alpha interval
+    lies under -margin."""
     return min(1.0, 2 * stats.directional(_shifted(diff, margin), "<"))
 
 
@@ -93,7 +94,7 @@ def judge(candidates, margin=stats.MARGIN, alpha=stats.ALPHA):
         ahead = min(apart, key=apart.get) if apart else nearest
         below.append(min(1.0, len(rivals) * apart[ahead]) if apart else math.nan)
         deciding.append((nearest, ahead))
-    adjusted, _ = stats.conclusions_adjusted(within + below, {})
+    adjusted, _ = conclusions_adjusted(within + below, {})
     out = {}
     for k, (name, (nearest, ahead)) in enumerate(zip(names, deciding)):
         shown_within, shown_below = adjusted[k], adjusted[len(names) + k]

@@ -14,7 +14,7 @@ import torch
 from adapterlab.experiments import costs, planning, profiles, running
 from adapterlab.families import layer_removal as removal_family, stream
 from adapterlab.training import removal
-from adapterlab.experiments import stats
+from adapterlab.experiments import judge
 from adapterlab.report import findings, tables
 from adapterlab.experiments import families
 from adapterlab.experiments.results import ResultStore, config_key
@@ -701,7 +701,7 @@ def test_smoke_budget_control_table_pairs_each_seeds_two_runs_on_validation(smok
     assert (budget["arm"] == 0).all() and (budget["arms"] == 1).all()  # one entry: the model's own move
     assert budget["validation_correct"].map(type).eq(str).all()
     assert budget["validation_correct_2x"].map(type).eq(str).all()
-    assert (budget["budget_rule"] == stats.BUDGET_RULE_VERSION).all()
+    assert (budget["budget_rule"] == judge.BUDGET_RULE_VERSION).all()
     assert (smoke["out"] / "data" / "results" / "smoke" / "init_scale_budget_control.csv").exists()
     # the controls are not rows of the family's own table
     assert len(smoke["frames"]["init_scale"]) == len(SMOKE.init_scale.stds) * len(SMOKE.init_scale.seeds)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from adapterlab.experiments import permutation, stats
+from adapterlab.experiments import judge, permutation, stats
 from adapterlab.experiments.permutation import Permutation
 from adapterlab.report import power
 
-MARGIN = math.log1p(stats.COST_MARGIN)
+MARGIN = math.log1p(judge.COST_MARGIN)
 
 
 def mean_difference(x, y, axis):
@@ -96,7 +96,7 @@ def test_a_shifted_group_is_covered_by_its_interval_as_often_as_promised():
 
 def cost_verdict(a, b, paper_value=None):
     diff = stats.permuted_log_ratio(a, b, "permutation test, timing runs")
-    return stats.verdict([diff], ">", "more memory than full fine-tuning", MARGIN, "%", paper_value, log_ratio=True)
+    return judge.verdict([diff], ">", "more memory than full fine-tuning", MARGIN, "%", paper_value, log_ratio=True)
 
 
 def test_a_cost_verdict_reads_the_permutation_test_and_holm_covers_it():
@@ -109,22 +109,22 @@ def test_a_cost_verdict_reads_the_permutation_test_and_holm_covers_it():
     low, high = v.diff.ci()
     assert low < v.diff.estimate < high and (low, high) == v.diff.design.ci(stats.LEVEL)
     assert v.deciding(stats.ALPHA)[0] == v.diff.design.bound(stats.ALPHA, ">")
-    nr, reversed_ = stats.opposite_ps(">", v.members, MARGIN)
+    nr, reversed_ = judge.opposite_ps(">", v.members, MARGIN)
     # both opposite conclusions are tested against "<", where every split counts: p 1 (capped from 2 x 1)
     assert v.diff.design.p(MARGIN, "<") == v.diff.design.p(0.0, "<") == 1.0 and nr == reversed_ == 1.0
     # Holm's family: the claim and its "not reproduced" share the level ("reversed" follows), so the claim's
     # adjusted p is twice its p, which 8 and 8 runs still put below 5% after a hundred such claims
-    [after] = stats.holm([v])
+    [after] = judge.holm([v])
     assert after.holm_p == 2 / 12870 and after.label == stats.LARGER
     ps = [v.p, nr, reversed_]
-    assert stats.conclusions_adjusted(ps, {2: 1})[0][0] == after.holm_p
+    assert judge.conclusions_adjusted(ps, {2: 1})[0][0] == after.holm_p
 
 
 def test_a_cost_difference_inside_the_margin_reads_not_reproduced_from_the_permutation_test():
     rng = np.random.default_rng(6)
     v = cost_verdict(1000 * np.exp(rng.normal(0, 0.002, 8)), 1000 * np.exp(rng.normal(0, 0.002, 8)))  # no difference
     assert v.p > stats.ALPHA and v.label == "not reproduced"  # the interval lies below the 5% margin
-    nr, _ = stats.opposite_ps(">", v.members, MARGIN)
+    nr, _ = judge.opposite_ps(">", v.members, MARGIN)
     assert nr < stats.ALPHA
 
 

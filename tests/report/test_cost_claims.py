@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adapterlab.experiments import profiles, stats
+from adapterlab.experiments import judge, profiles, stats
 from adapterlab.families import param_performance as pp
 from adapterlab.report import claims as declared
 
@@ -64,7 +64,7 @@ def test_with_timing_runs_the_cost_claims_read_them_by_the_permutation_test(tabl
     text = "\n".join(lines)
     assert "permutation test, 8 and 8 timing runs" in text and "the paper's is GPU memory" in text
     # Holm's correction covers them with every other claim: adjusted p at least the p, at most 1
-    after = stats.holm([v for _, v in found])
+    after = judge.holm([v for _, v in found])
     for (title, v), h in zip(found, after):
         if v.log_ratio:
             assert v.p <= h.holm_p <= 1 and h.holm_p < stats.ALPHA

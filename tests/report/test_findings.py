@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adapterlab.experiments import families, planning, rules, stats
+from adapterlab.experiments import families, judge, planning, rules, stats
 from adapterlab.families import layer_removal, param_performance
 from adapterlab.families import teaching
 from adapterlab.report import document, findings, provenance, tables
@@ -152,7 +152,7 @@ def test_a_claim_is_at_this_budget_unless_its_own_control_holds():
     found = findings.claims("low_resource", rows, budget)
     # the control at 1,000 examples holds (nothing moved): that claim is judged as it stands, the other is not
     assert not claim(found, "at 1,000").at_budget and claim(found, "at 100").at_budget
-    assert findings.controls(budget)[("('compacter++', 1000)", "('full', 1000)")] == stats.HOLDS
+    assert findings.controls(budget)[("('compacter++', 1000)", "('full', 1000)")] == judge.HOLDS
 
 
 def test_a_rate_chosen_at_an_end_of_its_grid_says_the_grid_may_not_bracket_the_best():
@@ -308,7 +308,7 @@ def test_layer_removal_on_validation_awaits_held_out_scoring():
     text = "\n".join(findings.reading("layer_removal", df))
     assert "scored on the validation split" in text and "await held-out scoring" in text
     assert "(at worst layer 2; no interval: the worst of 4 is chosen by the data)" in text  # described, not tested
-    assert stats.holm([v for _, v in found])[0].label == "awaiting held-out scoring"
+    assert judge.holm([v for _, v in found])[0].label == "awaiting held-out scoring"
 
 
 def test_layer_removal_on_held_out_examples_pairs_spans_by_example():
@@ -565,7 +565,7 @@ def test_budget_control_reading_judges_each_claims_move_between_its_arms():
     def control(label, arm, seed, one, two, arms=2):
         return dict(label=label, entry=label, arm=arm, arms=arms, seed=seed, steps=360, steps_2x=720, value=0.8,
                     value_2x=0.8, validation_correct=one, validation_correct_2x=two, validation_examples=n,
-                    split="validation", budget_rule=stats.BUDGET_RULE_VERSION)
+                    split="validation", budget_rule=judge.BUDGET_RULE_VERSION)
 
     # the reference moved on 200 examples at 2x and the other arm with it: the claim holds on three seeds
     rows = [control("full", 0, s, bits(), bits((100, 300))) for s in range(3)]
@@ -619,7 +619,7 @@ def still_control(seeds=3):
                               entry=label, arm=arm, arms=len(SHUFFLED), seed=s, lr=1e-3, steps=48, steps_2x=96,
                               value=0.535, value_2x=0.535, validation_correct=at_majority(arm, s),
                               validation_correct_2x=at_majority(arm, s), validation_examples=N, converged=False,
-                              converged_2x=False, split="validation", budget_rule=stats.BUDGET_RULE_VERSION)
+                              converged_2x=False, split="validation", budget_rule=judge.BUDGET_RULE_VERSION)
                          for arm, label in enumerate(SHUFFLED) for s in range(seeds)])
 
 
@@ -633,9 +633,9 @@ def test_runs_that_did_not_learn_are_not_judged_and_the_page_prints_no_nan(tmp_p
     assert all(v.label == stats.NOT_LEARNED and math.isnan(v.p) for v in found.values())
     # what the gate stops: the same differences judged as they stand would call both on par with full
     on_par = found["t: houlsby m=64 on par with full"]
-    assert stats.verdict(on_par.members, "==", "").label == "reproduced"
+    assert judge.verdict(on_par.members, "==", "").label == "reproduced"
     # the controls hold (nothing moved at 2x), and still rescue no claim from runs that learned nothing
-    assert set(findings.controls(control).values()) == {stats.HOLDS}
+    assert set(findings.controls(control).values()) == {judge.HOLDS}
     folder = tmp_path / "data" / "results" / "deflategate"
     folder.mkdir(parents=True)
     table.to_csv(folder / "param_performance.csv", index=False)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as dist
 
-from adapterlab.experiments import families, profiles, stats
+from adapterlab.experiments import families, judge, profiles, stats
 from adapterlab.report import power
 
 
@@ -64,7 +64,7 @@ def seed_only_claim(delta, seed_sd, seeds=3, examples=1000, claim=">"):
     c = stats.Crossed(seed_sd ** 2, 0.0, 0.0, seeds, examples)
     variance, df = c.at(seeds, examples)
     diff = stats.Difference(delta, math.sqrt(variance), df, seeds, "synthetic, crossed", c)
-    return stats.verdict(diff, claim, "the paper's claim", margin=0.0)
+    return judge.verdict(diff, claim, "the paper's claim", margin=0.0)
 
 
 def exact_chance(delta, seed_sd, seeds):
@@ -81,7 +81,7 @@ def exact_chance(delta, seed_sd, seeds):
 def test_the_simulated_chance_is_the_closed_form_power_and_the_ladder_takes_the_smallest_that_reaches_80():
     delta, seed_sd = 0.018, 0.02
     rows = [("05", "claim", seed_only_claim(delta, seed_sd))]
-    assert [v.label for v in stats.holm([rows[0][2]])] == ["inconclusive"]  # undecided with 3 seeds
+    assert [v.label for v in judge.holm([rows[0][2]])] == ["inconclusive"]  # undecided with 3 seeds
     designs = [power.Design("05", s, hours=s / 10) for s in power.SEEDS if s > 3]
     found = power.by_design(rows, designs)
     exact = {d.seeds: 100 * exact_chance(delta, seed_sd, d.seeds) for d in designs}
@@ -97,13 +97,13 @@ def test_the_simulated_chance_is_the_closed_form_power_and_the_ladder_takes_the_
     assert need.design.seeds == smallest == 15 and need.chance >= power.TARGET
 
 
-def test_the_vectorised_procedure_rejects_what_stats_conclusions_adjusted_does():
+def test_the_vectorised_procedure_rejects_what_judge_conclusions_adjusted_does():
     rng = np.random.default_rng(5)
     ps = rng.uniform(0, 0.03, (400, 9)) ** rng.uniform(0.5, 2, 9)  # many near alpha / k, some far below
     ps[rng.uniform(size=ps.shape) < 0.1] = math.nan  # hypotheses without a test count in the family
-    follows = {6: 3, 7: 4, 8: 5}  # as stats.holm: "reversed" follows "not reproduced"
+    follows = {6: 3, 7: 4, 8: 5}  # as judge.holm: "reversed" follows "not reproduced"
     out = power.rejected(ps, follows)
-    expected = np.array([[a < stats.ALPHA for a in stats.conclusions_adjusted(list(row), follows)[0]] for row in ps])
+    expected = np.array([[a < stats.ALPHA for a in judge.conclusions_adjusted(list(row), follows)[0]] for row in ps])
     assert (out == expected).all() and 0 < out.sum() < out.size  # some rejected, not all
 
 
@@ -113,16 +113,16 @@ def mixed_family(rng):
     def crossed_claim(mean, claim, members=1):
         diffs = [crossed_difference(rng, mean + rng.normal(0, 0.002), 0.004, seeds=5, examples=1500)
                  for _ in range(members)]
-        return stats.verdict(diffs, claim, "")
+        return judge.verdict(diffs, claim, "")
 
-    cost = stats.verdict(stats.log_ratio([1400, 1450, 1380, 1500], [1000, 990, 1030, 1100]), ">", "",
-                         math.log1p(stats.COST_MARGIN), unit="%", log_ratio=True)
+    cost = judge.verdict(stats.log_ratio([1400, 1450, 1380, 1500], [1000, 990, 1030, 1100]), ">", "",
+                         math.log1p(judge.COST_MARGIN), unit="%", log_ratio=True)
     return [("05", "flat", crossed_claim(0.002, "==", members=3)), ("05", "degrades", crossed_claim(-0.012, "<", 2)),
             ("05", "large", crossed_claim(0.06, ">")), ("06", "on par", crossed_claim(-0.01, "==")),
-            ("06", "cost", cost), ("06", "later", stats.awaiting(">", "", "held-out scoring"))]
+            ("06", "cost", cost), ("06", "later", judge.awaiting(">", "", "held-out scoring"))]
 
 
-def test_every_replicate_is_judged_as_stats_holm_judges_the_redrawn_family():
+def test_every_replicate_is_judged_as_holm_judges_the_redrawn_family():
     rows = mixed_family(np.random.default_rng(7))
     design, replicates = power.Design("05", 10), 200
     found = power.decisive(rows, design, replicates)
@@ -130,10 +130,10 @@ def test_every_replicate_is_judged_as_stats_holm_judges_the_redrawn_family():
     rng = np.random.default_rng(power.SEED)  # the same draws, in the same order (decisive's docstring)
     draws = {title: power._drawn(v, design, replicates, rng) for stem, title, v in rows if title in found}
     for r in range(replicates):
-        family = [stats.verdict([replace(d, estimate=float(e[r]), se=float(s[r]), df=float(f[r]))
+        family = [judge.verdict([replace(d, estimate=float(e[r]), se=float(s[r]), df=float(f[r]))
                                  for d, (e, s, f) in zip(v.members, draws[title])], v.claim, v.paper, v.margin,
                                 log_ratio=v.log_ratio) if title in draws else v for _, title, v in rows]
-        after = stats.holm(family)
+        after = judge.holm(family)
         for (_, title, _), h in zip(rows, after):
             if title in found:
                 assert found[title][r] == (h.label != "inconclusive"), (r, title, h.label)
@@ -143,12 +143,12 @@ def test_every_replicate_is_judged_as_stats_holm_judges_the_redrawn_family():
 
 def test_a_decided_claim_is_not_listed_and_an_undecidable_one_says_within_what():
     rng = np.random.default_rng(3)
-    decided = stats.verdict(crossed_difference(rng, 0.05, 0.005), ">", "")  # +5 points, shown with 3 seeds
+    decided = judge.verdict(crossed_difference(rng, 0.05, 0.005), ">", "")  # +5 points, shown with 3 seeds
     vague = seed_only_claim(0.001, 0.02)  # 0.1 points against a seed spread of 2: nothing to find
     # one run each, disagreeing on 16% of 800 examples: an SE of 1.4 points, no seed spread measured
-    one_seed = stats.verdict(stats.crossed(rng.choice([-1, 0, 1], p=[0.08, 0.84, 0.08], size=(1, 800))), "==", "")
+    one_seed = judge.verdict(stats.crossed(rng.choice([-1, 0, 1], p=[0.08, 0.84, 0.08], size=(1, 800))), "==", "")
     rows = [("05", "decided", decided), ("05", "vague", vague), ("04", "one run", one_seed)]
-    assert [h.label for h in stats.holm([v for *_, v in rows])] == ["reproduced", "inconclusive", "inconclusive"]
+    assert [h.label for h in judge.holm([v for *_, v in rows])] == ["reproduced", "inconclusive", "inconclusive"]
     designs = [power.Design("05", s, hours=1.0) for s in (5, 20)] + [power.Design("05", 20, 4000, hours=2.0)]
     listed = power.needs(rows, power.by_design(rows, designs))
     assert [n.claim for n in listed] == ["vague", "one run"]  # "decided" is not listed

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from adapterlab.experiments import profiles, stats  # noqa: E402
+from adapterlab.experiments import judge, profiles, stats  # noqa: E402
 from adapterlab.families import stream  # noqa: E402
 from adapterlab.methods.saving import ADAPTER_WEIGHTS  # noqa: E402
 from adapterlab.report import document, figures, findings, plots, provenance, tables  # noqa: E402
@@ -193,7 +193,7 @@ def test_the_storage_bill_is_judged_exactly_against_houlsbys_share():
     # the storage bill and perfect memory are exact checks, reported apart; forgetting is the tested claim
     assert [v.check for _, v in claims] == [True, False] * len(ORDERS) + [True]
     with pytest.raises(ValueError, match="exact checks"):
-        stats.holm([v for _, v in claims])
+        judge.holm([v for _, v in claims])
 
 
 def test_the_reading_names_the_noise_the_bill_and_the_serving_cost(table):
