@@ -131,7 +131,7 @@ def test_a_study_loads_as_the_profile_its_settings_describe(study, root):
     task = task_registry.load_task("qa", source=p.task_sources["qa"])
     assert (task.name, task.text_fields, task.label_names) == ("qa", ("question", "answer"), sorted(CLASSES))
     assert sum(len(split) for split in task.splits.values()) == 200
-    assert p.model_folders == {}  # a built-in backbone stands for no folder
+    assert p.model_folders == {} and p.folder() is None  # a built-in backbone stands for no folder
 
 
 def test_runs_on_a_carved_validation_split_key_on_the_carving_rule(study):
@@ -182,6 +182,8 @@ def test_a_study_of_a_local_model_keys_its_runs_the_same_wherever_it_is_checked_
     assert not any(str(tmp_path) in key for key in here)
     assert keys(moved) == here
     assert profiles.get(str(moved)).model_folders == {"./models/tiny-bert": str(moved.parent / "models" / "tiny-bert")}
+    # what a notebook loads: the folder the study's backbone name stands for on this machine
+    assert profiles.get(str(moved)).folder() == str(moved.parent / "models" / "tiny-bert")
     p = profiles.get(str(study))
     store = running.store_of(p, root=tmp_path / "out")
     spec = running.pack(planning.work(p, "init_scale", store)[0], store)
@@ -467,14 +469,15 @@ def test_study_init_holds_out_what_the_train_size_leaves_unseen():
 def test_the_scoring_a_plan_will_add_is_what_the_complete_store_holds():
     """Before any run, span_units_to_come stands a planned run in for the one validation will pick: the
     committed default store, complete, holds span units of the same splits and sizes (validation, and the
-    held-out tweets of the scored run and of its budget control); with that store, they are its own."""
+    held-out tweets of each seed's run and of its budget control); with that store, they are its own."""
     store = running.store_of("default")
     stored = [u for u in planning.work("default", "layer_removal", store) if u.family == layer_removal.SPANS]
     before = layer_removal.span_units_to_come("default")
+    seeds = len(profiles.get("default").layer_removal.seeds)
     assert sorted((u.spec["split"], u.spec["eval_size"]) for u in before) == sorted(
-        (u.spec["split"], u.spec["eval_size"]) for u in stored) == [("held-out", 6000), ("held-out", 6000),
-                                                                     ("validation", None)]
-    assert all(store.get(u.key, u.family) is not None for u in stored)  # the store is complete: all three scored
+        (u.spec["split"], u.spec["eval_size"]) for u in stored) == [("held-out", 6000)] * 2 * seeds + [
+        ("validation", None)]
+    assert all(store.get(u.key, u.family) is not None for u in stored)  # the store is complete: every one scored
     assert [u.id for u in layer_removal.span_units_to_come("default", store)] == [u.id for u in stored]
 
 
