@@ -159,7 +159,7 @@ def config_for(p, *, task, method, method_args=None, backbone=None, train_size="
         backbone=backbone, task=task, method=method, method_args=dict(method_args or {}),
         train_size=p.train_size if train_size == "profile" else train_size,
         max_length=p.max_length, train=train_config,
-        task_source=p.task_sources.get(task), backbone_folder=p.model_folders.get(backbone),
+        task_source=p.task_sources.get(task), backbone_folder=p.folder(backbone),
     )
 
 

@@ -109,6 +109,11 @@ class Profile:
             return self.family_settings[f.name]
         return typed_settings(f.settings, f.profiles.get(self.name, {}), f"profile {self.name!r} {f.name}")
 
+    def folder(self, backbone=None):
+        """The model folder a backbone name (default: the profile's) stands for here, or None: a built-in name
+        or a hub id, loaded as named. A study's own model travels this way, as data, to every run."""
+        return self.model_folders.get(backbone or self.backbone)
+
     def __getattr__(self, name):  # profile.init_scale: a family's settings by name
         if name.startswith("__") or name == "family_settings":
             raise AttributeError(name)
