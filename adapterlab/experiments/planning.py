@@ -19,6 +19,7 @@ budget controls every family adds alike, and the units of work the runners run (
 or what the family's own `work` lists (layer removal adds the span scores of the run it ablates; the stream's
 units are steps that read each other's files). What a plan costs is in costs.py.
 """
+import math
 from dataclasses import replace
 
 from . import families
@@ -96,7 +97,15 @@ def grid_means(records):
     by_grid = {}
     for r in records:
         by_grid.setdefault(grid_id(r["config"]), {}).setdefault(r["config"]["train"]["lr"], []).append(r["validation"])
-    return {gid: {lr: sum(scores) / len(scores) for lr, scores in rates.items()} for gid, rates in by_grid.items()}
+    return {gid: {lr: mean_score(scores) for lr, scores in rates.items()} for gid, rates in by_grid.items()}
+
+
+def mean_score(scores):
+    """The mean of validation scores, the same on every machine and in every record order: an exact sum (fsum),
+    rounded to 12 decimals. Scores are fractions of at most some thousands of examples, so two means that truly
+    differ do by far more than 1e-12, and a tie (the same scores in another order, or equal counts as different
+    floats) stays a tie for choose_lrs to break by its stated rule, not by the last bit of a float sum."""
+    return round(math.fsum(scores) / len(scores), 12)
 
 
 def choose_lrs(records):

@@ -24,7 +24,7 @@ from ..report.tables import FamilyResult, config_of, run_columns, tidy_frame
 from ..report.figures import Figure, Heatmap, span_grid, View, check_columns, converged_rows, majority_line, per_task
 from ..report.labels import SCALE
 from ..experiments.work import Work
-from ..experiments.planning import config_for, training_work, budget_controls, chosen_from, describe, eval_size, method_lr, run_key, store_lookup, training_unit
+from ..experiments.planning import config_for, training_work, budget_controls, chosen_from, describe, eval_size, mean_score, method_lr, run_key, store_lookup, training_unit
 from ..experiments.results import config_key
 from ..report.findings import Runs, interval_text, judge, pts, unconverged, verdict_lines
 from ..report import figures as F
@@ -103,7 +103,7 @@ def best_seeds(records):
         by_task.setdefault(r["task"], {}).setdefault(_setting(r["config"]), []).append(r)
 
     def mean_validation(runs):
-        return sum(r["validation"] for r in runs) / len(runs)
+        return mean_score([r["validation"] for r in runs])
     return {task: sorted(max(settings.values(), key=mean_validation), key=lambda r: r["config"]["train"]["seed"])
             for task, settings in by_task.items()}
 

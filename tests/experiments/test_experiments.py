@@ -470,6 +470,12 @@ def test_learning_rate_grid_then_the_other_seeds_at_the_rate_chosen_on_validatio
     assert chosen == {planning.grid_id(stage1[3]): stage1[3].train.lr}
     tie = [_record(replace(stage1[0], train=replace(stage1[0].train, lr=lr)), 0.7) for lr in (1e-2, 1e-3)]
     assert list(planning.choose_lrs(tie).values()) == [1e-3]  # a tie goes to the smaller rate
+    # the same three scores in another order are a tie too, though their float sums differ in the last bit
+    scores = (0.1, 0.2, 0.3)
+    assert (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1
+    trials = [_record(replace(stage1[0], train=replace(stage1[0].train, lr=lr, seed=seed)), v)
+              for lr, order in ((1e-2, scores), (1e-3, scores[::-1])) for seed, v in enumerate(order)]
+    assert list(planning.choose_lrs(trials).values()) == [1e-3]
 
 
 def test_a_method_entry_may_train_more_seeds_than_the_family():

@@ -5,6 +5,7 @@ README's findings section equal to what the committed default tables give."""
 import math
 import re
 import shutil
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -588,7 +589,7 @@ def test_budget_control_reading_judges_each_claims_move_between_its_arms():
 
 # ----------------------------------------------------------------------------- runs that learned
 
-STUDY = findings.profiles.project_root() / "studies" / "deflategate" / "deflategate.toml"
+EXAMPLE = findings.profiles.project_root() / "studies" / "deflategate"
 MAJORITY = 535  # of N: the majority class is right on the first 535 examples
 
 
@@ -602,6 +603,28 @@ def at_majority(arm, seed, n=N):
 
 
 SHUFFLED = ("full", "houlsby m=64", "compacter++ n=4 m=64", "layernorm")  # the study's 06 methods
+
+
+def four_method_study(folder):
+    """A study of the example's data whose 06 trains full, Houlsby m=64, Compacter++ and LayerNorm, written in
+    `folder` (its data files named by absolute path): the claims these tests read need those four arms, whatever
+    breadth the shipped example was sized to."""
+    study = folder / "deflategate.toml"
+    study.write_text(textwrap.dedent(f"""\
+        name = "deflategate"
+        [task]
+        data = "{EXAMPLE / 'train.csv'}"
+        validation = "{EXAMPLE / 'validation.csv'}"
+        test = "{EXAMPLE / 'test.csv'}"
+        text_columns = ["text"]
+        label_column = "sentiment"
+        name = "deflategate"
+        [param_performance]
+        methods = [["full", {{}}], ["houlsby", {{bottleneck = 64}}], ["compacter++", {{}}], ["layernorm", {{}}]]
+        seeds = [0, 1, 2]
+        train = {{max_steps = 48, eval_every = 8}}
+        """), encoding="utf-8")
+    return str(study)
 
 
 def shuffled_table(seeds=3):
@@ -640,7 +663,7 @@ def test_runs_that_did_not_learn_are_not_judged_and_the_page_prints_no_nan(tmp_p
     folder.mkdir(parents=True)
     table.to_csv(folder / "param_performance.csv", index=False)
     control.to_csv(folder / "param_performance_budget_control.csv", index=False)
-    page = document.findings_document(str(STUDY), tmp_path)
+    page = document.findings_document(four_method_study(tmp_path), tmp_path)
     assert re.search(r"\bnan\b", page, re.I) is None
     assert "moves +0.0 at 96 [90% CI +0.0, +0.0] (3 x 1,000 validation examples, identical predictions: no " \
            "sampling noise): **holds**" in page
@@ -674,8 +697,8 @@ def test_a_claim_whose_runs_did_not_converge_is_judged_only_with_a_control_that_
     assert claim(findings.claims("param_performance", collapsed), "layernorm below full").label != stats.NOT_LEARNED
 
 
-def test_a_claim_whose_arm_the_study_did_not_plan_reads_not_run_on_its_page():
-    rows = document.not_run(str(STUDY), "param_performance")
+def test_a_claim_whose_arm_the_study_did_not_plan_reads_not_run_on_its_page(tmp_path):
+    rows = document.not_run(four_method_study(tmp_path), "param_performance")
     titles = {title: v for title, v in rows}
     # the study trains full, houlsby m=64, compacter++ and layernorm: every other 06 claim is listed, not dropped
     assert titles["deflategate: top-k k=1 below full"].label == "not run (this study has no top-k k=1)"
