@@ -141,6 +141,18 @@ def test_every_replicate_is_judged_as_holm_judges_the_redrawn_family():
     assert 0 < found["flat"].sum() < found["degrades"].sum() < replicates
 
 
+def test_claims_not_run_or_not_judged_leave_the_family_as_holm_leaves_them():
+    """A study without some arm lists those claims "not run": they are no test, so they neither dilute the other
+    claims' level in the simulated Holm nor count among the tested claims the page names."""
+    rows = mixed_family(np.random.default_rng(7))
+    unjudged = [("06", f"absent {i}", judge.verdict(rows[3][2].members, "==", "", unjudged=label))
+                for i, label in enumerate((stats.NOT_RUN.format("bitfit"), stats.NOT_LEARNED) * 6)]
+    design, replicates = power.Design("05", 10), 200
+    assert {title: hits.sum() for title, hits in power.decisive(rows + unjudged, design, replicates).items()} == {
+        title: hits.sum() for title, hits in power.decisive(rows, design, replicates).items()}
+    assert [title for _, title, v in rows + unjudged if power.in_family(v)] == [title for _, title, _ in rows]
+
+
 def test_a_decided_claim_is_not_listed_and_an_undecidable_one_says_within_what():
     rng = np.random.default_rng(3)
     decided = judge.verdict(crossed_difference(rng, 0.05, 0.005), ">", "")  # +5 points, shown with 3 seeds
