@@ -83,10 +83,13 @@ class Profile:
     # (planning.config_for) and so into every unit of work: no process needs to have read the study file.
     task_sources: dict = field(default_factory=dict)  # task name -> the data it stands for (files.spec's form)
     model_folders: dict = field(default_factory=dict)  # backbone name -> the model folder it stands for here
+    # the speed `study init` measured and sized the study at (a timing.Timing; None: not a study, or one written
+    # by hand): what its page prices every planned unit at, to set the estimate beside what the runs measured
+    sized_on: object = None
 
     def __init__(self, name, description, backbone, tasks, train, train_size=None, max_length=128, eval_size=None,
                  method_lr=None, family_settings=None, source=None, task_sources=None, model_folders=None,
-                 **settings):
+                 sized_on=None, **settings):
         given = {**(family_settings or {}), **settings}
         known = {f.name: f for f in families.registered()}
         if unknown := [k for k in given if k not in known]:
@@ -98,7 +101,7 @@ class Profile:
                                train=dict(train), train_size=train_size, max_length=max_length,
                                eval_size=eval_size, method_lr=dict(method_lr or {}), family_settings=typed,
                                source=source, task_sources=dict(task_sources or {}),
-                               model_folders=dict(model_folders or {})).items():
+                               model_folders=dict(model_folders or {}), sized_on=sized_on).items():
             object.__setattr__(self, key, value)
 
     def settings(self, family):

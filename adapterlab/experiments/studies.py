@@ -16,6 +16,9 @@ A study file holds what a profile of profiles.py holds:
                             optional: validation and test files, and name (default: the data file's stem)
     [<family>]              each registered family's settings by its name ([init_scale], ...), with the keys
                             of its typed settings (Family.settings)
+    [sized_on]              optional, written by study init: the speed it measured and sized the study at
+                            (timing.Timing's fields), which the study's page prices the plan at, beside what
+                            the runs took
 
 Every value is checked against those typed settings: an unknown key, a value of the wrong type or a
 missing required key is a one-line ValueError naming the valid choices. TOML has lists where the
@@ -40,10 +43,11 @@ import json
 import re
 import tomllib
 import typing
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 
 from . import families
+from .timing import Timing
 from ..methods.writing import atomic_write
 from ..training import files
 from ..training import tasks as task_registry
@@ -53,6 +57,7 @@ from ..training.train import TrainConfig
 IDENTITY = "study.json"  # beside a study's records: what its task name stands for
 TASK_KEYS = ("data", "text_columns", "label_column", "validation", "test", "name")
 REQUIRED_TASK_KEYS = ("data", "text_columns", "label_column")
+SIZED_ON = "sized_on"  # the table of the speed study init measured (Profile.sized_on)
 PROFILE_KEYS = ("name", "description", "backbone", "train", "train_size", "max_length", "eval_size", "method_lr")
 BUILT_IN_BACKBONES = ("default", "tiny", "tiny-t5")
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # it names a folder
@@ -87,11 +92,13 @@ def from_dict(study, folder, profile_class, reserved=(), where="study", source=N
     """The Profile of a study already read into a dict (load); relative paths are relative to `folder`;
     `source`: the file it was read from, if any (Profile.source)."""
     folder, settings_classes = Path(folder), families_of(profile_class)
-    _check_keys(study, (*PROFILE_KEYS[:3], "task", *PROFILE_KEYS[3:], *settings_classes), where, ("name", "task"))
+    _check_keys(study, (*PROFILE_KEYS[:3], "task", *PROFILE_KEYS[3:], *settings_classes, SIZED_ON), where,
+                ("name", "task"))
     _check_table(study["task"], f"{where} [task]")
+    sized_on = _sized_on(study[SIZED_ON], f"{where} [{SIZED_ON}]") if SIZED_ON in study else None
     task, task_source = _task(study["task"], folder, f"{where} [task]")
     model_folders = {}  # filled by _model: each local model's name -> its folder here
-    given = {key: plain(value) for key, value in study.items() if key != "task"}
+    given = {key: plain(value) for key, value in study.items() if key not in ("task", SIZED_ON)}
     types = typing.get_type_hints(profile_class)
     for key, value in given.items():
         if key in settings_classes:
@@ -108,9 +115,20 @@ def from_dict(study, folder, profile_class, reserved=(), where="study", source=N
         name=name, description=given.get("description", f"a study of {task} ({Path(where).name})"),
         backbone=_model(given.get("backbone", "default"), folder, model_folders), tasks=(task,),
         train=given.get("train", {}), source=source, task_sources={task: task_source}, model_folders=model_folders,
-        **wide, **settings)
+        sized_on=sized_on, **wide, **settings)
     _check_grids(profile, where)
     return profile
+
+
+def _sized_on(table, where):
+    """The [sized_on] table (what `study init` measured: timing.Timing's fields) as a Timing, each key checked."""
+    _check_table(table, where)
+    required = [f.name for f in fields(Timing) if f.default is MISSING]
+    _check_keys(table, [f.name for f in fields(Timing)], where, required)
+    types = typing.get_type_hints(Timing)
+    for key, value in table.items():
+        _check_type(value, types[key], f"{where} {key}")
+    return Timing(**table)
 
 
 def plain(value):

@@ -22,7 +22,7 @@ import math
 import os
 import textwrap
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import datasets
@@ -212,6 +212,21 @@ def sections(name, task, backbone, summary, scale, chosen=None, max_length=None)
             *[(f.name, f.study(d.settings(f), scale)) for f in chosen or study_families()]]
 
 
+SIZED_ON_COMMENTS = {
+    "device": "what study init measured here, and sized this study at: the device",
+    "step_seconds": "one training step's seconds (a Houlsby adapter; batch_size examples of max_length tokens)",
+    "load_seconds": "one load of the backbone", "batch_size": "", "max_length": "",
+    "span_seconds": "one example's scoring of every span of notebook 04's layer removal", "backbone": ""}
+
+
+def sized_on(timing):
+    """The [sized_on] table (studies.SIZED_ON): the Timing the study was sized at, so that its page can price
+    the plan at the same speed and set that estimate beside what the runs measured."""
+    keys = [(f.name, getattr(timing, f.name), SIZED_ON_COMMENTS[f.name]) for f in fields(Timing)
+            if getattr(timing, f.name) is not None]
+    return studies.SIZED_ON, keys
+
+
 def as_study(parts):
     """The study as the dict tomllib would read from its text."""
     return {key: value for table, keys in parts if table is None for key, value, _ in keys} | {
@@ -397,7 +412,7 @@ def init(task, text_columns, label_column, out, backbone="default", hours=8.0, v
                  (found.seconds + pilot.seconds) / 3600)
     lines = header(out, chosen, summary, timing, hours, found, pilot, cut, saved)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(toml_text(lines, sizer.parts(cut, chosen)), encoding="utf-8")
+    out.write_text(toml_text(lines, [*sizer.parts(cut, chosen), sized_on(timing)]), encoding="utf-8")
     print("\n".join(textwrap.wrap(" ".join(lines[1:]), WIDTH)), file=file)
     warning = validation_note(summary)[1]
     if warning:

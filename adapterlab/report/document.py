@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..experiments import families, judge, planning, profiles, stats
+from ..experiments import estimate, families, judge, planning, profiles, stats
 from ..methods.config import method
 from . import claims
 from .labels import method_label
@@ -267,6 +267,8 @@ def report(profile="default", root=None, plans=None):
         decides, last = power.section(profile, rows, root)
         out += decides
     out.append(total_time(profile, root, plans))
+    if against := estimate_against_measured(profile, root, plans):
+        out += ["", against]
     if last:
         out += ["", last]  # the page's last line: the edit that decides the most claims per hour
     return "\n".join(out).strip() + "\n"
@@ -324,6 +326,33 @@ def total_time(profile, root=None, plans=None):
             f"training runs (minutes per notebook: {listed}), as timed on the machines that made them "
             f"({where}; a run trained beside others counts for its share: run_seconds / workers{scored}){units}"
             + (f"; {', '.join(missing)} not stored yet, so more" if missing else "") + ".")
+
+
+def estimate_against_measured(profile, root=None, plans=None):
+    """One line for a study that keeps the speed `study init` sized it at (Profile.sized_on): each family's
+    estimate at that speed, every unit its plan makes priced as init priced it (estimate.seconds), beside what
+    its stored units took (notebook_seconds), so that a reader sees how far the sizing is to be trusted on this
+    data. "" without that speed, or before any run is stored."""
+    p = profiles.resolve(profile)
+    if p.sized_on is None:
+        return ""
+    plans = planned(p, root) if plans is None else plans
+    measured = notebook_seconds(p, root, stored_work(p, root, plans))
+    rows = []
+    for f in families.registered():
+        took = measured[f.notebook][0]
+        prices = [estimate.seconds(u, p.sized_on) for u in plans[f.name].planned]
+        if took and prices and None not in prices:
+            rows.append((f.number, sum(prices), took))
+    if not rows:
+        return ""
+    est, took = sum(e for _, e, _ in rows), sum(t for *_, t in rows)
+    parts = [f"{number} {e / 60:.0f} against {t / 60:.0f} ({t / e:.2f}x)" for number, e, t in rows]
+    t = p.sized_on
+    return (f"**Estimate against measured**, minutes per notebook (the plan's every unit priced at the speed "
+            f"`study init` measured and sized this study at: {t.step_seconds:.3f} s a training step of "
+            f"{t.batch_size} x {t.max_length} tokens on {t.device}; its pilot not included): {'; '.join(parts)}; in "
+            f"all {est / 60:.0f} against {took / 60:.0f} ({took / est:.2f}x).")
 
 
 def claims_summary(profile="default", root=None, plans=None):

@@ -421,9 +421,12 @@ def design_text(diff):
 
 
 def size_lines(advice):
-    """The smallest training size each method of the subsampling table needs."""
+    """The smallest training size each method of the subsampling table needs; without that table, a line saying
+    the question was not asked (a study sized to fit its hours may leave that family out)."""
     if not advice.sizes:
-        return []
+        sizes = _answering(families.HOW_MUCH_DATA)
+        return [f"- **How much labelled data**: not asked: this page has no runs of notebook {sizes.number}, which "
+                f"trains each method at several training sizes."] if sizes else []
     out = [f"- **How much labelled data** (notebook 07: each training size against the method's largest on the test "
            f"split by the same one-sided test, paired by seed, the subsets being nested; Holm over "
            f"{advice.size_tests} tests, each size's \"within\" and \"below\"):"]

@@ -277,6 +277,11 @@ BAD_STUDIES = [  # (what is wrong, the edit that makes it so, words the error mu
     ("one-rate grid", ("lrs = [0.001, 0.01]", "lrs = [0.001]"), ["fewer than two rates", "cannot bracket"]),
     ("a built-in profile's name", ('name = "qa"', 'name = "default"'), ["'default' is a built-in profile's"]),
     ("bad method entry", ('["full", {}]]', '["full", 3]]'), ["methods[1] must be a method name or [method"]),
+    ("init's speed without its step", ("[task]", "[sized_on]\ndevice = \"cpu\"\n\n[task]"),
+     ["[sized_on] lacks the required key(s) 'step_seconds', 'load_seconds', 'batch_size', 'max_length'"]),
+    ("init's speed as text", ("[task]", '[sized_on]\ndevice = "cpu"\nstep_seconds = "fast"\nload_seconds = 1\n'
+                                        "batch_size = 32\nmax_length = 32\n\n[task]"),
+     ["[sized_on] step_seconds must be a number"]),
 ]
 
 
@@ -322,14 +327,14 @@ def test_the_example_study_with_a_changed_row_is_refused_by_the_dry_run_and_the_
     folder = shutil.copytree(CHECKOUT / "studies" / "deflategate", tmp_path / "deflategate")
     store = tmp_path / "out" / "data" / "results" / "deflategate"
     store.mkdir(parents=True)
-    for name in (studies.IDENTITY, "init_scale.jsonl"):  # the committed data's identity, and records made on them
+    for name in (studies.IDENTITY, "param_performance.jsonl"):  # the committed data's identity, records made on them
         shutil.copy(CHECKOUT / "data" / "results" / "deflategate" / name, store / name)
 
     def trains(*args, **kwargs):
         raise AssertionError("the run got as far as training")
 
     monkeypatch.setattr(sweep_module, "sweep", trains)
-    command = ["regenerate", "--profile", str(folder / "deflategate.toml"), "--only", "05", "--out",
+    command = ["regenerate", "--profile", str(folder / "deflategate.toml"), "--only", "06", "--out",
                str(tmp_path / "out")]
     assert main([*command, "--dry-run"]) == 0  # the same data: the dry run lists what would run
     capsys.readouterr()
@@ -429,6 +434,7 @@ def test_study_init_writes_a_study_that_loads_and_plans(tmp_path, fixed_timing):
     assert p.low_resource.budget_control == (("full", 240), ("compacter++", 240))
     assert p.train_size is None and p.eval_size is None  # 240 train examples: all of them; whole splits
     assert p.layer_removal.held_out is None  # so none is left unseen: 04's claims await held-out scoring
+    assert p.sized_on == TIMING  # the speed it sized the study at, kept for its page's estimate
     for family in FAMILIES:
         assert planning.plan(p, family)
 

@@ -529,6 +529,18 @@ def test_the_example_studys_page_is_what_its_committed_records_give():
     assert page.read_text() == document.findings_document(str(study))
 
 
+def test_the_example_studys_page_sets_inits_estimate_beside_what_its_runs_took():
+    """The speed study init sized the example at is kept in its file, so its page prices every unit of the plan
+    at it: on data init had never trained on, each notebook's estimate lands within 25% of what the runs took."""
+    study = findings.profiles.project_root() / "studies" / "deflategate" / "deflategate.toml"
+    line = document.estimate_against_measured(str(study))
+    ratios = [float(x) for x in re.findall(r"\(([0-9.]+)x\)", line)]
+    assert line.startswith("**Estimate against measured**") and "0.385 s a training step of 32 x 40 tokens" in line
+    assert len(ratios) == 3 and all(0.75 <= r <= 1.25 for r in ratios), line  # 04, 06, and in all
+    assert line in document.page_path(str(study)).read_text()
+    assert document.estimate_against_measured("default") == ""  # no study init sized the default profile
+
+
 def test_smallest_within_compares_seed_means_and_excludes_full():
     rows = [("full", 1000, [0.82, 0.83]), ("big", 200, [0.83, 0.84]), ("small", 10, [0.82, 0.81]),
             ("lucky", 1, [0.70, 0.90])]  # lucky's best seed beats full, its mean (0.80) is 2.5 points below

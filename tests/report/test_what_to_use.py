@@ -114,6 +114,10 @@ def test_the_smallest_training_size_within_the_margin_of_the_largest():
     rising = W.advise(methods_table(SPEC), sizes_table({500: 0.70, 1000: 0.80, 2000: 0.85}))
     assert rising.smallest("m") is None
     assert "no size below 2,000 is shown no more than 1.5 points below it" in "\n".join(W.size_lines(rising))
+    # a study without the subsampling runs says that it did not ask, rather than leaving the question out
+    assert W.size_lines(W.advise(methods_table(SPEC))) == [
+        "- **How much labelled data**: not asked: this page has no runs of notebook 07, which trains each method at "
+        "several training sizes."]
 
 
 def test_the_section_opens_with_its_heading_and_says_what_it_rests_on():
