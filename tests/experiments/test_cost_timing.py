@@ -32,16 +32,17 @@ def label(unit):
     return method_label(method(c.method, **c.method_args))
 
 
-def test_the_default_profile_plans_no_timing_run_and_every_stored_key_stays():
+def test_the_default_profile_plans_eight_timing_runs_an_arm_and_every_stored_key_stays():
     store = ResultStore(profiles.results_dir(DEFAULT))  # the committed records, read only
     first = planning.plan(DEFAULT, pp.NAME)[0]
     assert store.get(planning.run_key(first, DEFAULT, pp.NAME), pp.NAME) is not None
     units = planning.work(DEFAULT, pp.NAME, store)
-    assert DEFAULT.param_performance.timing_runs == 0 and not [u for u in units if u.family == pp.TIMING]
-    assert all(store.get(u.key, u.family) is not None for u in units)  # the whole plan is stored
-    with_timing = planning.work(EIGHT, pp.NAME, store)
-    assert [u.id for u in with_timing[:len(units)]] == [u.id for u in units]  # timing runs add, change nothing
-    assert [u.family for u in with_timing[len(units):]] == [pp.TIMING] * 24
+    assert DEFAULT.param_performance.timing_runs == 8
+    assert all(store.get(u.key, u.family) is not None for u in units)  # the whole plan is stored, timing runs too
+    none = replace(DEFAULT, param_performance=replace(DEFAULT.param_performance, timing_runs=0))
+    without = planning.work(none, pp.NAME, store)
+    assert [u.id for u in units[:len(without)]] == [u.id for u in without]  # timing runs add, change nothing
+    assert [u.family for u in units[len(without):]] == [pp.TIMING] * 24
 
 
 def test_eight_timing_runs_of_each_arm_interleave_the_arms():

@@ -111,15 +111,16 @@ def test_the_dry_run_reports_stored_hours_as_measured_and_estimates_the_missing(
 
 def test_the_dry_run_finds_each_unit_in_its_own_store_file(monkeypatch):
     """04's span scores live in their own file beside its runs': the committed default store holds all of 04's
-    units (two runs, three scoring passes), so none is missing and nothing is timed."""
+    units (a run and its control at each of three seeds, seven scoring passes), so none is missing and nothing
+    is timed."""
     if not profiles.results_dir("default").joinpath("layer_removal.jsonl").is_file():
         pytest.skip("no committed default results")
     monkeypatch.setattr(costs, "speed_here", lambda: pytest.fail("nothing is missing, so nothing is estimated"))
     out = io.StringIO()
-    assert costs.dry_run("default", families=("layer_removal",), file=out)["layer_removal"] == 5
+    assert costs.dry_run("default", families=("layer_removal",), file=out)["layer_removal"] == 13
     text = out.getvalue()
-    assert "layer_removal: 5 units, 5 stored in " in text and ", 0 missing" in text
-    assert text.count("  stored  scoring pass: spans of ") == 3  # the scoring passes, stored without run_seconds
+    assert "layer_removal: 13 units, 13 stored in " in text and ", 0 missing" in text
+    assert text.count("  stored  scoring pass: spans of ") == 7  # the scoring passes, stored without run_seconds
 
 
 def test_asked_for_a_gpu_the_dry_run_estimates_on_the_committed_h200(tmp_path, monkeypatch):

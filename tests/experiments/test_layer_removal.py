@@ -39,10 +39,10 @@ def one_thread():
 
 
 def test_one_seed_keeps_the_keys_the_default_store_holds():
-    assert DEFAULT.layer_removal.seeds == (0,)
-    runs = [planning.training_unit(DEFAULT, "layer_removal", c) for c in planning.plan(DEFAULT, "layer_removal")]
+    p = with_seeds(DEFAULT, (0,))  # a profile of one seed plans the keys seed 0's records were stored under
+    runs = [planning.training_unit(p, "layer_removal", c) for c in planning.plan(p, "layer_removal")]
     assert ids(runs) == STORED_RUNS
-    assert ids(layer_removal.span_units_to_come(DEFAULT)) == STORED_SPANS
+    assert ids(layer_removal.span_units_to_come(p)) == STORED_SPANS
 
 
 def test_every_seed_trains_its_run_and_budget_control_and_is_scored_on_one_held_out_set():

@@ -114,18 +114,24 @@ def test_the_estimate_prices_every_kind_of_unit():
     example measured (04's validation split here), the runs at the timed step; none left out of the sum."""
     p = profiles.get(DEFLATEGATE)
     found = estimate.of(p, STUDY, TIMING)
-    priced = {u.unit.id: estimate.seconds(u, TIMING) for u in found.planned}
+    # by family and unit: 04 and 06 each train their own Houlsby run of the same config, in their own store file
+    priced = {(u.unit.family, u.unit.id): estimate.seconds(u, TIMING) for u in found.planned}
+    assert len(priced) == found.count() == 21  # 04: 3 runs, a control, 5 scoring passes; 06: 12 runs
     assert found.unpriced == [] and found.seconds == pytest.approx(sum(priced.values()), rel=1e-12)  # float order
-    cap = planning.eval_size(p, "init_scale")
-    for base, control in planning.budget_controls(p, "init_scale"):  # twice the steps, as many validations
+    cap = planning.eval_size(p, "layer_removal")
+    controls = planning.budget_controls(p, "layer_removal")  # 04 trains at a fixed rate: known before any run
+    for base, control in controls:  # twice the steps, as many validations
         more = estimate.run_seconds(control, TIMING, cap) - estimate.run_seconds(base, TIMING, cap)
         assert more == pytest.approx(base.train.max_steps * TIMING.step_seconds * estimate.scale(base, TIMING))
+    assert len(controls) == 1
     passes = [u for u in found.planned if u.kind == "scoring pass"]
-    assert [u.unit.spec["split"] for u in passes] == ["validation", "held-out", "held-out"]
+    # the heatmap's run on validation; each seed's run and the first seed's control on the held-out tweets
+    assert [u.unit.spec["split"] for u in passes] == ["validation"] + ["held-out"] * 4
     config = passes[0].unit.spec["config"]  # the study's task with the data it stands for (RunConfig.to_spec)
     sizes = estimate.split_sizes(config["task"], config["task_source"])
     ratio = estimate.scale(T.RunConfig.from_dict(passes[0].unit.spec["config"]), TIMING)
-    assert priced[passes[0].unit.id] == pytest.approx(sizes["validation"] * TIMING.span_seconds * ratio, rel=1e-12)
+    assert priced[(passes[0].unit.family, passes[0].unit.id)] == pytest.approx(
+        sizes["validation"] * TIMING.span_seconds * ratio, rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- the pilot
