@@ -330,9 +330,9 @@ def total_time(profile, root=None, plans=None):
 
 def estimate_against_measured(profile, root=None, plans=None):
     """One line for a study that keeps the speed `study init` sized it at (Profile.sized_on): each family's
-    estimate at that speed, every unit its plan makes priced as init priced it (estimate.seconds), beside what
-    its stored units took (notebook_seconds), so that a reader sees how far the sizing is to be trusted on this
-    data. "" without that speed, or before any run is stored."""
+    estimate at that speed, each stored unit of its plan priced as init priced it (estimate.seconds), beside what
+    those units took (notebook_seconds): like for like while a study is half made, and init's whole estimate once
+    every unit is stored. "" without that speed, or before any run is stored."""
     p = profiles.resolve(profile)
     if p.sized_on is None:
         return ""
@@ -341,7 +341,7 @@ def estimate_against_measured(profile, root=None, plans=None):
     rows = []
     for f in families.registered():
         took = measured[f.notebook][0]
-        prices = [estimate.seconds(u, p.sized_on) for u in plans[f.name].planned]
+        prices = [estimate.seconds(u, p.sized_on) for u in plans[f.name].planned if u.stored]
         if took and prices and None not in prices:
             rows.append((f.number, sum(prices), took))
     if not rows:

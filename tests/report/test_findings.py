@@ -2,6 +2,7 @@
 per-example test bits, its convergence stamped by the current rule), paired by seed and by example, each claim
 judged as claims.py declares it ("on par" only through the equivalence test, on the declared split), and the
 README's findings section equal to what the committed default tables give."""
+import json
 import math
 import re
 import shutil
@@ -541,6 +542,25 @@ def test_the_example_studys_page_sets_inits_estimate_beside_what_its_runs_took()
     assert len(ratios) == 3 and all(0.75 <= r <= 1.25 for r in ratios), line  # 04, 06, and in all
     assert line in document.page_path(str(study)).read_text()
     assert document.estimate_against_measured("default") == ""  # no study init sized the default profile
+
+
+def test_a_half_made_study_sets_the_estimate_of_its_stored_units_beside_what_they_took(tmp_path):
+    """While a study is half made, the line compares like for like: the estimate of the units stored, not of the
+    whole plan, against what those units took."""
+    from adapterlab.experiments import estimate
+    study = findings.profiles.project_root() / "studies" / "deflategate" / "deflategate.toml"
+    p = findings.profiles.get(str(study))
+    folder = findings.profiles.results_dir(p, tmp_path)
+    shutil.copytree(findings.profiles.results_dir(p), folder)
+    runs = (folder / "param_performance.jsonl").read_text().splitlines(keepends=True)
+    (folder / "param_performance.jsonl").write_text("".join(runs[:4]))  # 4 of 06's 12 runs stored
+    plans = document.planned(p, tmp_path)
+    stored = [u for u in plans["param_performance"].planned if u.stored]
+    assert 0 < len(stored) < len(plans["param_performance"].planned)
+    priced = sum(estimate.seconds(u, p.sized_on) for u in stored)
+    took = sum(r["record"]["run_seconds"] for r in map(json.loads, runs[:4]))  # each trained alone (workers 1)
+    line = document.estimate_against_measured(p, tmp_path, plans)
+    assert f"06 {priced / 60:.0f} against {took / 60:.0f} ({took / priced:.2f}x)" in line, line
 
 
 def test_smallest_within_compares_seed_means_and_excludes_full():
