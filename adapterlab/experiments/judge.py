@@ -85,6 +85,12 @@ class Verdict:
         return not self.label.startswith(UNTESTED)
 
     @property
+    def in_family(self):
+        """True for one of Holm's family (holm): a claim judged by its test. An exact check is no hypothesis, and a
+        claim not judged or not run is no test; neither draws a conclusion or dilutes the others' level."""
+        return self.judged and not self.check
+
+    @property
     def one_run(self):
         """True when every member rests on one run per arm (one seed): the verdict is about those runs."""
         return all(isinstance(d.design, Crossed) and d.design.seeds == 1 for d in self.members) and \
@@ -364,9 +370,9 @@ def holm(verdicts, alpha=ALPHA):
     verdicts = list(verdicts)
     if any(v.check for v in verdicts):
         raise ValueError("holm() corrects tested claims only; report exact checks apart (Verdict.check)")
-    if not all(v.judged for v in verdicts):
-        tested = iter(holm([v for v in verdicts if v.judged], alpha))
-        return [next(tested) if v.judged else replace(v, holm_p=math.nan) for v in verdicts]
+    if not all(v.in_family for v in verdicts):
+        tested = iter(holm([v for v in verdicts if v.in_family], alpha))
+        return [next(tested) if v.in_family else replace(v, holm_p=math.nan) for v in verdicts]
     opposite = [opposite_ps(v.claim, v.members, v.margin) if v.members else (math.nan, math.nan)
                 for v in verdicts]
     m = len(verdicts)

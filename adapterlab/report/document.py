@@ -222,12 +222,12 @@ def declared_line(profile, root=None, plans=None):
 def tally(rows):
     """'28 tested claims, after Holm's correction over all of them: 2 reproduced, ...; 3 exact checks: ...' of
     [(notebook, claim, Verdict)]: the headline counts the corrected verdicts, and the checks apart."""
-    tested = [row for row in corrected(rows) if row[3].judged]
+    tested = [row for row in corrected(rows) if row[3].in_family]
     counts = Counter(h.label for *_, h in tested)
     labels = [*stats.VERDICTS, *sorted(set(counts) - set(stats.VERDICTS))]  # then "awaiting ..."
     done = Counter(v.label for *_, v in checks(rows))
     untested = Counter("not run" if h.label.startswith("not run") else h.label for *_, h in corrected(rows)
-                       if not h.judged)
+                       if not h.in_family)
     return (f"{len(tested)} tested claims, after Holm's correction over all of them: "
             + (", ".join(f"{counts[k]} {k}" for k in labels if counts[k]) or "none")
             + (f"; {sum(untested.values())} claims outside it, untested: " + ", ".join(

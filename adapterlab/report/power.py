@@ -205,7 +205,7 @@ def decisive(rows, design, replicates=REPLICATES, seed=SEED):
     `design` measures anew (_remeasured), from rows [(notebook, claim, Verdict)] (exact checks are left out, as
     Holm leaves them). Their draws come from one Generator seeded `seed`, claim by claim and member by member in
     the rows' order."""
-    tested = [(stem, title, v) for stem, title, v in rows if in_family(v)]
+    tested = [(stem, title, v) for stem, title, v in rows if v.in_family]
     verdicts = [v for *_, v in tested]
     redone = [i for i, (stem, _, v) in enumerate(tested) if _remeasured(stem, v, design)]
     if not redone:
@@ -237,16 +237,10 @@ def chances(rows, design, replicates=REPLICATES, seed=SEED):
 
 # ----------------------------------------------------------------------------- what decides each claim
 
-def in_family(verdict):
-    """Whether a verdict is one of Holm's family, as judge.holm keeps it: a tested claim, neither an exact check
-    nor a claim not judged or not run (those leave the family, so they dilute no claim's level here either)."""
-    return not verdict.check and verdict.judged
-
-
 def undecided(rows):
     """[(notebook, title, Verdict)] of the tested claims that are inconclusive after Holm's correction over all
     of them."""
-    tested = [row for row in rows if in_family(row[2])]
+    tested = [row for row in rows if row[2].in_family]
     after = judge.holm([v for *_, v in tested])
     return [row for row, h in zip(tested, after) if h.label == "inconclusive"]
 
@@ -353,7 +347,7 @@ def section(profile, rows, root=None, replicates=REPLICATES):
     ladder priced from its store under `root` (ladder)."""
     found = by_design(rows, ladder(profile, rows, root), replicates)
     listed = needs(rows, found)
-    tested = sum(in_family(v) for *_, v in rows)
+    tested = sum(v.in_family for *_, v in rows)
     return lines(listed, tested, replicates), best_line(best_edit(rows, found), listed)
 
 

@@ -150,7 +150,7 @@ def test_claims_not_run_or_not_judged_leave_the_family_as_holm_leaves_them():
     design, replicates = power.Design("05", 10), 200
     assert {title: hits.sum() for title, hits in power.decisive(rows + unjudged, design, replicates).items()} == {
         title: hits.sum() for title, hits in power.decisive(rows, design, replicates).items()}
-    assert [title for _, title, v in rows + unjudged if power.in_family(v)] == [title for _, title, _ in rows]
+    assert [title for _, title, v in rows + unjudged if v.in_family] == [title for _, title, _ in rows]
 
 
 def test_a_decided_claim_is_not_listed_and_an_undecidable_one_says_within_what():
