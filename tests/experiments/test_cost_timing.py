@@ -1,6 +1,7 @@
-"""06's timing runs (families/param_performance.py: timing_units, measure_timing; training/step_timing.py): the
-units its cost claims read, their order, their keys, the worker that times them in a process of its own, and the
-default profile's plan, which stays as the committed records hold it until it asks for timing runs."""
+"""06's timing runs (families/param_performance.py: timing_units; experiments/timing_runs.py; training/
+step_timing.py): the units its cost claims read, their order, their keys, the worker that times them in a process
+of its own, and the default profile's plan, which stays as the committed records hold it until it asks for timing
+runs."""
 import io
 import math
 import os
@@ -8,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from adapterlab.experiments import costs, planning, profiles, running
+from adapterlab.experiments import costs, planning, profiles, running, timing_runs
 from adapterlab.experiments.results import ResultStore
 from adapterlab.families import param_performance as pp
 from adapterlab.methods.config import method
@@ -50,7 +51,7 @@ def test_eight_timing_runs_of_each_arm_interleave_the_arms():
     assert [label(u) for u in units] == ARMS * 8  # full, SAID, PT-R, full, ...: drift falls on every arm alike
     assert [u.spec["config"]["train"]["seed"] for u in units] == [r for r in range(8) for _ in ARMS]
     assert len({u.id for u in units}) == 24 and {u.family for u in units} == {pp.TIMING}
-    assert {(u.spec["steps"], u.spec["warmup"]) for u in units} == {(30, pp.TIMING_WARMUP)}
+    assert {(u.spec["steps"], u.spec["warmup"]) for u in units} == {(30, timing_runs.WARMUP)}
     claimed = {pp.arm_name(arm) for claim in pp.CLAIMS if claim.column for arm in claim.arms}
     assert claimed == {"full", "intrinsic-said", "prompt-tuning-R n=100"}  # the arms named; ARMS as labelled
     planned = {label(u): u for u in units}
@@ -87,7 +88,7 @@ def test_timing_runs_run_in_order_once_and_resume(tmp_path, monkeypatch):
     assert calls == ARMS * 2  # stored: never timed again
     table = pp.timing_table(TIMED_SMOKE, tmp_path)
     assert list(table["label"]) == ARMS * 2 and list(table["repeat"]) == [0, 0, 0, 1, 1, 1]
-    assert set(table["steps_timed"]) == {8 - pp.TIMING_WARMUP} and set(table["seconds_per_epoch"]) == {6.5}
+    assert set(table["steps_timed"]) == {8 - timing_runs.WARMUP} and set(table["seconds_per_epoch"]) == {6.5}
     assert set(table["machine"]) == {running.machine()} and set(table["workers"]) == {1}
     # the dry run finds them in their own store file; provenance counts each one's whole seconds
     out = io.StringIO()
@@ -101,7 +102,7 @@ def test_timing_runs_run_in_order_once_and_resume(tmp_path, monkeypatch):
 def test_a_timing_run_times_its_steps_in_a_process_of_its_own(tmp_path):
     config = next(c for c in planning.plan(SMOKE, pp.NAME) if c.method == "full")
     config = replace(config, train=replace(config.train, max_steps=4, eval_every=None))
-    unit = pp.timing_unit(SMOKE, config, repeat=1)
+    unit = timing_runs.unit(SMOKE, pp.NAME, config, repeat=1)
     unit = replace(unit, spec={**unit.spec, "warmup": 1})  # the tiny model's 4 steps: one untimed
     record = running.execute(running.pack(unit, ResultStore(tmp_path)))["record"]
     assert record["pid"] != os.getpid()  # a fresh process: its RSS carries none of this one's
