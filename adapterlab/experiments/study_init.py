@@ -29,7 +29,7 @@ import datasets
 import numpy as np
 import torch
 
-from . import estimate, pilot as pilot_module, profiles, sizing, studies
+from . import estimate, pilot as pilot_module, profiles, running, sizing, studies
 from .studies import toml_key, toml_value
 from .timing import Timing
 from ..methods.inject import adapt
@@ -120,10 +120,13 @@ def load_timed(backbone, num_labels):
 
 
 def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
-    """A few training steps of the doctor's check (doctor.step_check) at this batch size and length."""
+    """A few training steps of the doctor's check (doctor.step_check) at this batch size and length. The device
+    is named with its model (running.machine on a CPU), so a study file says which machine set its speed."""
     device = pick_device("auto")
     check = doctor.step_check(device, backbone=backbone, steps=6, batch_size=batch_size, seq_len=max_length)
-    return Timing(str(device), check["step_seconds"], load_seconds, batch_size, max_length, backbone=backbone)
+    named = {"cpu": lambda: f"cpu: {running.machine()}", "cuda": lambda: f"cuda: {torch.cuda.get_device_name(device)}"}.get(
+        device.type, lambda: str(device))()
+    return Timing(named, check["step_seconds"], load_seconds, batch_size, max_length, backbone=backbone)
 
 
 def time_scoring(model, tokenizer, batch_size, max_length, method_args):
@@ -213,7 +216,7 @@ def sections(name, task, backbone, summary, scale, chosen=None, max_length=None)
 
 
 SIZED_ON_COMMENTS = {
-    "device": "what study init measured here, and sized this study at: the device",
+    "device": "what study init measured here, and sized this study at: the device and its model",
     "step_seconds": "one training step's seconds (a Houlsby adapter; batch_size examples of max_length tokens)",
     "load_seconds": "one load of the backbone", "batch_size": "", "max_length": "",
     "span_seconds": "one example's scoring of every span of notebook 04's layer removal", "backbone": ""}

@@ -38,14 +38,18 @@ CLASSES = ("apple", "car", "red", "cat")
 TOPIC = {"apple": ("fruit", "sweet"), "car": ("road", "fast"), "red": ("colour", "bright"), "cat": ("pet", "purr")}
 
 
+def topic_rows(rows, classes=CLASSES, seed=0, filler=(0, 12)):
+    """(label, filler) for each row: row i has class i % len(classes), and a run of filler words (a count drawn
+    from `filler`) that says nothing of the label."""
+    rng = np.random.default_rng(seed)
+    return [(classes[i % len(classes)], " ".join(rng.choice(["so", "and", "well", "then"], size=rng.integers(*filler))))
+            for i in range(rows)]
+
+
 def write_pairs(path, rows=200, classes=CLASSES, seed=0):
     """A CSV of question/answer pairs whose label (topic) the words give away; row i has class i % len(classes)."""
-    rng = np.random.default_rng(seed)
-    lines = ["question,answer,topic"]
-    for i in range(rows):
-        label = classes[i % len(classes)]
-        noise = " ".join(rng.choice(["so", "and", "well", "then"], size=rng.integers(0, 12)))
-        lines.append(f"what is {TOPIC[label][0]} {i},it is {TOPIC[label][1]} {noise},{label}")
+    lines = ["question,answer,topic"] + [f"what is {TOPIC[label][0]} {i},it is {TOPIC[label][1]} {noise},{label}"
+                                         for i, (label, noise) in enumerate(topic_rows(rows, classes, seed))]
     path.write_text("\n".join(lines) + "\n")
     return path
 

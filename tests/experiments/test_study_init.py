@@ -13,7 +13,6 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from adapterlab.__main__ import main
@@ -22,7 +21,7 @@ from adapterlab.experiments import study_init as si
 from adapterlab.report import document
 from adapterlab.training import train as T
 
-from test_studies import CLASSES, PILOT, TIMING, TOPIC, fixed_timing, write_pairs  # noqa: F401  (a fixture)
+from test_studies import CLASSES, PILOT, TIMING, TOPIC, fixed_timing, topic_rows, write_pairs  # noqa: F401  (a fixture)
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 DEFLATEGATE = str(CHECKOUT / "studies" / "deflategate" / "deflategate.toml")
@@ -32,12 +31,8 @@ STUDY = sizing.study_families()  # 04-07
 def write_long(path, rows=400, seed=0):
     """Like write_pairs, one text a row and about 40-70 word pieces each: long enough that halving max_length
     cuts them (write_pairs' texts fit 24 tokens)."""
-    rng = np.random.default_rng(seed)
-    lines = ["text,topic"]
-    for i in range(rows):
-        label = CLASSES[i % len(CLASSES)]
-        noise = " ".join(rng.choice(["so", "and", "well", "then"], size=rng.integers(30, 60)))
-        lines.append(f"what is {TOPIC[label][0]} {i} it is {TOPIC[label][1]} {noise},{label}")
+    lines = ["text,topic"] + [f"what is {TOPIC[label][0]} {i} it is {TOPIC[label][1]} {noise},{label}"
+                              for i, (label, noise) in enumerate(topic_rows(rows, seed=seed, filler=(30, 60)))]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -83,9 +78,9 @@ def fill(profile, family, store, rounds=None):
 
 @pytest.mark.parametrize("name", ["smoke", "deflategate"])
 def test_init_the_dry_run_and_the_page_count_the_units_the_plan_makes(name, tmp_path, monkeypatch):
-    """The referee's two numbers (init 52 runs, the dry run 37 units) were two estimators: now init's count, the
-    dry run's and the page's are one, before anything trains, after stage 1, and once every choice is made; the
-    count holds the budget controls and scoring passes, and the dry run's hours are init's."""
+    """Init's count, the dry run's and the page's come from one estimator, so they agree before anything
+    trains, after stage 1, and once every choice is made; the count holds the budget controls and scoring
+    passes, and the dry run's hours are init's."""
     monkeypatch.setattr(costs, "speed_here", lambda: TIMING)
     p = profiles.get(DEFLATEGATE if name == "deflategate" else name)
     store = running.claimed_store(p, root=tmp_path)  # a study's folder is claimed (study.json) before it stores
@@ -132,6 +127,13 @@ def test_the_estimate_prices_every_kind_of_unit():
     ratio = estimate.scale(T.RunConfig.from_dict(passes[0].unit.spec["config"]), TIMING)
     assert priced[(passes[0].unit.family, passes[0].unit.id)] == pytest.approx(
         sizes["validation"] * TIMING.span_seconds * ratio, rel=1e-12)
+
+
+def test_the_speed_init_measures_names_the_machine_it_was_measured_on():
+    """[sized_on] keeps the device with its model, so a page priced at that speed says where it was timed."""
+    timing = si.time_training("tiny", 8, 16, load_seconds=0.1)
+    assert timing.device == f"cpu: {running.machine()}" and timing.step_seconds > 0
+    assert (timing.batch_size, timing.max_length, timing.load_seconds, timing.backbone) == (8, 16, 0.1, "tiny")
 
 
 # ----------------------------------------------------------------------------- the pilot
