@@ -135,10 +135,15 @@ def check_columns(df, needed, family):
                          f"data/results/<profile>/{family}.csv (tables.{family}), got columns {list(df.columns)}")
 
 
-def noise_text(rows):
-    """How to read a view's marks, for its title: what a point is, and what ✕ means."""
+def noise_text(rows, x=None):
+    """How to read a view's marks, for its title: what a point is, and what ✕ means. `x`: the column a point is
+    drawn at, for a sweep whose points have different numbers of seeds (each interval has its own df)."""
     seeds = sorted(rows["seed"].unique()) if "seed" in rows else []
-    text = f"mean of {len(seeds)} seeds, 95% CI (t, {len(seeds) - 1} df)" if len(seeds) > 1 else f"seed {seeds[0]} only: no error bars"
+    per_point = sorted(set(rows.groupby(x)["seed"].nunique())) if x and seeds else []
+    text = (f"mean of {len(seeds)} seeds, 95% CI (t, {len(seeds) - 1} df)" if len(seeds) > 1 else
+            f"seed {seeds[0]} only: no error bars")
+    if len(per_point) > 1:
+        text = f"mean of {per_point[0]} to {per_point[-1]} seeds a point, 95% CI (t, seeds - 1 df)"
     return text + "; ✕ a run that did not converge" * bool((~converged_rows(rows)).any())
 
 

@@ -15,7 +15,7 @@ import pytest
 from adapterlab.experiments import families, judge, planning, rules, stats
 from adapterlab.families import layer_removal, param_performance
 from adapterlab.families import teaching
-from adapterlab.report import document, findings, provenance, tables
+from adapterlab.report import document, findings, figures, provenance, tables
 from adapterlab.training import train
 
 N = 1000  # test examples of a hand-made table
@@ -78,6 +78,26 @@ def test_one_collapse_rule_counts_a_run_that_barely_beats_the_majority_class():
     text = "\n".join(findings.reading("init_scale", df))
     assert "collapsed runs (ending < 3 points above the majority class): 1 of 3 at 1e-03." in text
     assert "seed median per std: 1e-06 82.0, 1e-03 81.0" in text and "best of the seeds" in text
+
+
+def test_extra_seeds_at_some_stds_are_counted_per_std_and_the_best_of_the_seeds_is_over_the_shared_ones():
+    """A best of more runs is higher by chance alone: 1e-02's fourth seed (90.0) would make it the best std."""
+    df = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.80, 0.81, 0.82, 0.90], 1.0: [0.63, 0.64, 0.635]})
+    text = "\n".join(findings.reading("init_scale", df))
+    assert "3 seeds at std 1e-06, 4 at 1e-02, 3 at 1e+00" in text
+    assert "best of the seeds per std (the paper's rule: the best of several runs, over the 3 seeds every std " \
+           "has): 1e-06 83.0, 1e-02 82.0, 1e+00 64.0." in text
+    assert "seed mean per std: 1e-06 82.0, 1e-02 83.2" in text  # the mean keeps every seed
+    flat = claim(findings.claims("init_scale", df), "flat")
+    assert "3 x 1,000" in flat.diff.how  # paired by seed: the seeds both stds have
+    even = "\n".join(findings.reading("init_scale", init_df({1e-6: [0.82, 0.81], 1.0: [0.63, 0.64]})))
+    assert "2 seed(s)" in even and "best of several runs): 1e-06 82.0" in even
+
+
+def test_a_figure_of_points_with_different_seeds_says_so_in_its_title():
+    df = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.80, 0.81, 0.82, 0.90, 0.8]})
+    assert "mean of 3 to 5 seeds a point, 95% CI (t, seeds - 1 df)" in figures.noise_text(df, "init_std")
+    assert "mean of 5 seeds, 95% CI (t, 4 df)" in figures.noise_text(df)  # without x: the seeds of the view
 
 
 def test_unconverged_reads_the_current_rules_stamp_and_refuses_an_older_one():
