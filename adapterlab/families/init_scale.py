@@ -142,8 +142,8 @@ def seeds_per_std(by):
             runs[-1][1] = std
         else:
             runs.append([std, std, n])
-    return ", ".join(f"{n} seeds at std {lo:.0e}" + (f" to {hi:.0e}" if hi != lo else "") if i == 0 else
-                     f"{n} at {lo:.0e}" + (f" to {hi:.0e}" if hi != lo else "") for i, (lo, hi, n) in enumerate(runs))
+    spans = [(n, f"{lo:.0e}" + (f" to {hi:.0e}" if hi != lo else "")) for lo, hi, n in runs]
+    return ", ".join(f"{n} seeds at std {span}" if i == 0 else f"{n} at {span}" for i, (n, span) in enumerate(spans))
 
 
 def read(df, budget=None):
