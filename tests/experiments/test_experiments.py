@@ -657,7 +657,7 @@ def test_flat_seeds_train_only_the_flat_claims_stds_and_controls_keep_to_their_s
     """05's flat_seeds add seeds to the stds of "flat" (≤ 1e-2) alone; budget_control_seeds keeps the
     controls to the seeds named, so more seeds for power add no control."""
     p = profiles.get("default")
-    s = replace(p.init_scale, seeds=(0, 1), flat_seeds=(7,), budget_control=(1e-7, 1.0))
+    s = replace(p.init_scale, seeds=(0, 1), flat_seeds=(7,), budget_control=(1e-7, 1.0), budget_control_seeds=None)
     runs = families.get("init_scale").plan(replace(p, init_scale=s), {})
     assert {(c.method_args["init_std"], c.train.seed) for c in runs} == \
         {(std, seed) for std in s.stds for seed in ((0, 1, 7) if std <= 1e-2 else (0, 1))}
@@ -666,6 +666,11 @@ def test_flat_seeds_train_only_the_flat_claims_stds_and_controls_keep_to_their_s
     assert sorted((b.method_args["init_std"], b.train.seed) for b, _ in every) == [(1e-7, 0), (1e-7, 1), (1e-7, 7),
                                                                                 (1.0, 0), (1.0, 1)]
     assert sorted((b.method_args["init_std"], b.train.seed) for b, _ in kept) == [(1e-7, 0), (1e-7, 1), (1.0, 0), (1.0, 1)]
+    # the default trains "flat" at seeds 0-14 and controls seeds 0-6 only, as its runs were declared
+    planned = families.get("init_scale").plan(p, {})
+    assert {c.train.seed for c in planned if c.method_args["init_std"] <= 1e-2} == set(range(15))
+    assert {c.train.seed for c in planned if c.method_args["init_std"] > 1e-2} == set(range(7))
+    assert {b.train.seed for b, _ in planning.budget_controls(p, "init_scale")} == set(range(7))
 
 
 def test_budget_controls_wait_for_the_learning_rate_choice():
