@@ -23,7 +23,7 @@ from . import claims
 from .labels import method_label
 from ..training import files
 from . import power, provenance
-from .findings import budget_control, judged, load
+from .findings import budget_control, judged, load, p_text
 from .what_to_use import section as what_to_use
 
 BEGIN, END = "<!-- claims:begin (python -m adapterlab.report.document --write) -->", "<!-- claims:end -->"
@@ -98,7 +98,7 @@ def _after_holm(h):
         return f"{h} (no test: outside Holm's correction)"
     if math.isnan(h.holm_p):
         return str(h)
-    return f"{h} (Holm p {h.holm_p:.3f}; {h.decides_text()})" if h.diff.testable else f"{h} (Holm p {h.holm_p:.3f})"
+    return f"{h} (Holm p {p_text(h.holm_p)}; {h.decides_text()})" if h.diff.testable else f"{h} (Holm p {p_text(h.holm_p)})"
 
 
 def claims_table(rows):

@@ -24,6 +24,7 @@ converged, only with a control of its own that holds (unjudged): otherwise it re
 made.
 """
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -127,6 +128,11 @@ def interval_text(diff, level=stats.LEVEL, words=""):
         return "(no interval: no noise estimate)"
     low, high = diff.ci(level)
     return f"[{words}{pts(low, True)}, {pts(high, True)}]"
+
+
+def p_text(p):
+    """A p-value as the pages print it: three decimals, and "< 0.001" below them (never "0.000")."""
+    return "no test" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def ci_text(diff):

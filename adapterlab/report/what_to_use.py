@@ -35,7 +35,7 @@ from ..experiments import families, profiles, stats
 from ..experiments.judge import conclusions_adjusted
 from . import provenance
 from .claims import TEST
-from .findings import ci_text, load, pts
+from .findings import ci_text, load, p_text, pts
 
 HEADING = "## What to use"
 WITHIN, BELOW, UNDECIDED = "within the margin", "below the best by more than the margin", "undecided"
@@ -316,10 +316,6 @@ ONE_SEED = ("With one seed, an interval here covers the sampling of the test exa
             "training from seed to seed.")
 
 
-def _p(p):
-    return "no test" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def score_text(diff):
     if not diff.known:
         return f"{pts(diff.estimate)} (no interval)"
@@ -343,7 +339,7 @@ def verdict_cell(m):
     if m.judged is None:
         return "the only method"
     word = {WITHIN: "**within**", BELOW: "below", UNDECIDED: "undecided"}[m.judged.verdict]
-    return f"{word} (Holm p {_p(m.judged.p)}); vs {m.judged.rival} {ci_text(m.judged.diff)}"
+    return f"{word} (Holm p {p_text(m.judged.p)}); vs {m.judged.rival} {ci_text(m.judged.diff)}"
 
 
 def _names(methods):
@@ -369,7 +365,7 @@ def method_lines(advice):
         nearest = sorted(undecided, key=lambda m: m.judged.p)[:3]
         out = [f"- **Which method.** None is shown within {_margin(advice)} of the best: no method is shown to be no "
                f"more than {_margin(advice)} below every other ({rest}); so this data names none. Nearest: "
-               + ", ".join(f"{m.label} (Holm p {_p(m.judged.p)})" for m in nearest)
+               + ", ".join(f"{m.label} (Holm p {p_text(m.judged.p)})" for m in nearest)
                + ". More seeds or test examples narrow the comparisons."]
     if undecided and within:
         out.append(f"  Undecided, shown neither within nor below: {_names(undecided)}.")
@@ -439,12 +435,12 @@ def size_lines(advice):
             s = max(mine, key=lambda s: s.size)
             out.append(f"  - {label}{tag}: no size below {largest:,} is shown no more than {_margin(advice)} below it "
                        f"(nearest, {s.size:,}: {ci_text(s.judged.diff)} points, {s.judged.verdict}, Holm p "
-                       f"{_p(s.judged.p)}; {design_text(s.judged.diff)}); sizes above {largest:,} were not tried.")
+                       f"{p_text(s.judged.p)}; {design_text(s.judged.diff)}); sizes above {largest:,} were not tried.")
             continue
         s = next(s for s in mine if s.size == best)
         out.append(f"  - {label}{tag}: {best:,} training examples suffice: {pts(s.score)}, "
                    f"{ci_text(s.judged.diff)} points against its largest, {largest:,}, shown no more than "
-                   f"{_margin(advice)} below it (Holm p {_p(s.judged.p)}; {design_text(s.judged.diff)}).")
+                   f"{_margin(advice)} below it (Holm p {p_text(s.judged.p)}; {design_text(s.judged.diff)}).")
     return out
 
 

@@ -94,6 +94,11 @@ def test_extra_seeds_at_some_stds_are_counted_per_std_and_the_best_of_the_seeds_
     assert "2 seed(s)" in even and "best of several runs): 1e-06 82.0" in even
 
 
+def test_a_p_value_below_the_printed_decimals_reads_as_a_bound_not_as_zero():
+    assert findings.p_text(0.00014) == "< 0.001" and findings.p_text(0.0196) == "0.020"
+    assert findings.p_text(math.nan) == "no test"
+
+
 def test_a_figure_of_points_with_different_seeds_says_so_in_its_title():
     df = init_df({1e-6: [0.82, 0.81, 0.83], 1e-2: [0.80, 0.81, 0.82, 0.90, 0.8]})
     assert "mean of 3 to 5 seeds a point, 95% CI (t, seeds - 1 df)" in figures.noise_text(df, "init_std")
