@@ -124,8 +124,11 @@ def time_training(backbone, batch_size, max_length, load_seconds) -> Timing:
     is named with its model (running.machine on a CPU), so a study file says which machine set its speed."""
     device = pick_device("auto")
     check = doctor.step_check(device, backbone=backbone, steps=6, batch_size=batch_size, seq_len=max_length)
-    named = {"cpu": lambda: f"cpu: {running.machine()}", "cuda": lambda: f"cuda: {torch.cuda.get_device_name(device)}"}.get(
-        device.type, lambda: str(device))()
+    named = str(device)
+    if device.type == "cpu":
+        named = f"cpu: {running.machine()}"
+    elif device.type == "cuda":
+        named = f"cuda: {torch.cuda.get_device_name(device)}"
     return Timing(named, check["step_seconds"], load_seconds, batch_size, max_length, backbone=backbone)
 
 
